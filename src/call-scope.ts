@@ -1,0 +1,65 @@
+export type AbortCause = 'cancelled' | 'closed' | 'deadline' | 'timeout';
+
+export interface CallScopeOptions {
+  signal: AbortSignal | undefined;
+  /** Aborted when the connector closes. */
+  closeSignal: AbortSignal;
+  /** Epoch ms after which the AIP action is out of time. */
+  deadline: number | undefined;
+  /** The operation's own provider timeout. */
+  timeoutMs: number | undefined;
+  now: () => number;
+}
+
+/**
+ * One AbortSignal per provider call that fires on the caller's signal, the connector's
+ * close, the AIP deadline or the operation timeout, and remembers which. Disposing removes the listener and the timer,
+ * so a long-lived caller signal never accumulates listeners.
+ */
+export class CallScope {
+  readonly signal: AbortSignal;
+  #cause: AbortCause | undefined;
+  readonly #controller = new AbortController();
+  readonly #parent: AbortSignal | undefined;
+  readonly #closeSignal: AbortSignal;
+  readonly #onParentAbort = () => this.#abort('cancelled');
+  readonly #onClose = () => this.#abort('closed');
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor({ signal, closeSignal, deadline, timeoutMs, now }: CallScopeOptions) {
+    this.signal = this.#controller.signal;
+    this.#parent = signal;
+    this.#closeSignal = closeSignal;
+    if (signal?.aborted || closeSignal.aborted) {
+      this.#abort(signal?.aborted ? 'cancelled' : 'closed');
+      return;
+    }
+    signal?.addEventListener('abort', this.#onParentAbort, { once: true });
+    closeSignal.addEventListener('abort', this.#onClose, { once: true });
+    const untilDeadline = deadline === undefined ? Infinity : deadline - now();
+    const untilTimeout = timeoutMs ?? Infinity;
+    const wait = Math.min(untilDeadline, untilTimeout);
+    if (wait === Infinity) return;
+    const cause: AbortCause = untilDeadline <= untilTimeout ? 'deadline' : 'timeout';
+    if (wait <= 0) this.#abort(cause);
+    else this.#timer = setTimeout(() => this.#abort(cause), Math.min(wait, 2 ** 31 - 1));
+  }
+
+  /** Why the scope was aborted, if it was. */
+  get cause(): AbortCause | undefined {
+    return this.#cause;
+  }
+
+  dispose(): void {
+    clearTimeout(this.#timer);
+    this.#parent?.removeEventListener('abort', this.#onParentAbort);
+    this.#closeSignal.removeEventListener('abort', this.#onClose);
+  }
+
+  #abort(cause: AbortCause): void {
+    if (this.#cause !== undefined) return;
+    this.#cause = cause;
+    this.dispose();
+    this.#controller.abort(new Error(`aborted: ${cause}`));
+  }
+}

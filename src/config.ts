@@ -1,0 +1,231 @@
+import type { Dispatcher } from 'undici';
+import type { Logger } from 'pino';
+import { Secret } from './secret.js';
+import type { HermesConnectorOptions } from './types.js';
+
+export type ConfigErrorCode =
+  | 'invalid_options'
+  | 'unknown_option'
+  | 'no_endpoints'
+  | 'invalid_endpoint'
+  | 'invalid_endpoint_id'
+  | 'duplicate_endpoint_id'
+  | 'invalid_base_url'
+  | 'invalid_api_key'
+  | 'invalid_display_name'
+  | 'invalid_tenant_id'
+  | 'invalid_limits'
+  | 'invalid_logger'
+  | 'invalid_dispatcher'
+  | 'invalid_clock';
+
+const CONFIG_ERROR_BRAND = Symbol.for('aip-connector-hermes-agent.ConnectorConfigError');
+
+/** Thrown by createHermesConnector for bad configuration; `code` is stable, the message never holds a secret. */
+export class ConnectorConfigError extends Error {
+  readonly code: ConfigErrorCode;
+
+  constructor(code: ConfigErrorCode, message: string) {
+    super(message);
+    this.name = 'ConnectorConfigError';
+    this.code = code;
+    Object.defineProperty(this, CONFIG_ERROR_BRAND, { value: true });
+  }
+
+  /** instanceof that also holds across two loaded copies of the package. */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[CONFIG_ERROR_BRAND] === true;
+  }
+}
+
+export interface ResolvedEndpoint {
+  readonly id: string;
+  readonly origin: string;
+  readonly displayName: string | undefined;
+  readonly tenantId: string | undefined;
+  readonly apiKey: Secret | undefined;
+}
+
+export interface ResolvedLimits {
+  readonly maxJsonResponseBytes: number;
+  readonly maxStreamResponseBytes: number;
+  readonly maxSseFrameBytes: number;
+  readonly defaultMaxEvents: number;
+  readonly maxRequestBodyBytes: number;
+  readonly sseIdleTimeoutMs: number;
+}
+
+export interface ResolvedConfig {
+  readonly endpoints: readonly ResolvedEndpoint[];
+  readonly limits: ResolvedLimits;
+  readonly logger: Logger | undefined;
+  readonly dispatcher: Dispatcher | undefined;
+  readonly now: () => number;
+}
+
+const MiB = 1024 * 1024;
+export const DEFAULT_LIMITS: ResolvedLimits = Object.freeze({
+  maxJsonResponseBytes: 16 * MiB,
+  maxStreamResponseBytes: 64 * MiB,
+  maxSseFrameBytes: 1 * MiB,
+  defaultMaxEvents: 4096,
+  maxRequestBodyBytes: 16 * MiB,
+  sseIdleTimeoutMs: 90_000,
+});
+export const MAX_EVENTS_CEILING = 100_000;
+const MAX_LIMIT_BYTES = 256 * MiB;
+
+const TOP_LEVEL_OPTIONS = new Set(['endpoints', 'logger', 'dispatcher', 'limits', 'now']);
+const ENDPOINT_FIELDS = new Set(['id', 'baseUrl', 'apiKey', 'displayName', 'tenantId']);
+const ENDPOINT_ID = /^[a-z0-9_-]{1,128}$/;
+const API_KEY = /^[\x21-\x7e]{1,16384}$/;
+// eslint-disable-next-line no-control-regex
+const CONTROL = /\p{Cc}/u;
+
+/** Validates every option before any I/O. Throws ConnectorConfigError; never fixes a value silently. */
+export function resolveConfig(options: HermesConnectorOptions): ResolvedConfig {
+  if (!isPlainObject(options)) throw new ConnectorConfigError('invalid_options', 'options must be an object');
+  for (const key of Object.keys(options)) {
+    if (!TOP_LEVEL_OPTIONS.has(key)) throw new ConnectorConfigError('unknown_option', `unknown option \`${safeName(key)}\``);
+  }
+  return {
+    endpoints: resolveEndpoints(options.endpoints),
+    limits: resolveLimits(options.limits),
+    logger: resolveLogger(options.logger),
+    dispatcher: resolveDispatcher(options.dispatcher),
+    now: resolveClock(options.now),
+  };
+}
+
+function resolveEndpoints(endpoints: unknown): ResolvedEndpoint[] {
+  if (!Array.isArray(endpoints) || endpoints.length === 0) {
+    throw new ConnectorConfigError('no_endpoints', 'options.endpoints must be a non-empty array');
+  }
+  const seen = new Set<string>();
+  return endpoints.map((endpoint: unknown, index) => {
+    const resolved = resolveEndpoint(endpoint, index);
+    if (seen.has(resolved.id)) throw new ConnectorConfigError('duplicate_endpoint_id', `endpoint id \`${resolved.id}\` is configured twice`);
+    seen.add(resolved.id);
+    return resolved;
+  });
+}
+
+function resolveEndpoint(endpoint: unknown, index: number): ResolvedEndpoint {
+  const where = `endpoints[${index}]`;
+  if (!isPlainObject(endpoint)) throw new ConnectorConfigError('invalid_endpoint', `${where} must be an object`);
+  for (const key of Object.keys(endpoint)) {
+    if (!ENDPOINT_FIELDS.has(key)) throw new ConnectorConfigError('unknown_option', `${where} has unknown field \`${safeName(key)}\``);
+  }
+  const { id, baseUrl, apiKey, displayName, tenantId } = endpoint as Record<string, unknown>;
+  if (typeof id !== 'string' || !ENDPOINT_ID.test(id)) {
+    throw new ConnectorConfigError('invalid_endpoint_id', `${where}.id must be 1-128 characters of [a-z0-9_-] (it is not normalized for you)`);
+  }
+  const named = `endpoint \`${id}\``;
+  return Object.freeze({
+    id,
+    origin: resolveOrigin(baseUrl, named),
+    apiKey: resolveApiKey(apiKey, named),
+    displayName: optionalText(displayName, 256, 'invalid_display_name', `${named} displayName`),
+    tenantId: optionalText(tenantId, 512, 'invalid_tenant_id', `${named} tenantId`),
+  });
+}
+
+function resolveOrigin(baseUrl: unknown, named: string): string {
+  // The URL itself is never echoed: it may carry credentials in its user info.
+  const invalid = (why: string) => new ConnectorConfigError('invalid_base_url', `${named} baseUrl ${why}`);
+  if (typeof baseUrl !== 'string') throw invalid('must be a string');
+  let url: URL;
+  try {
+    url = new URL(baseUrl);
+  } catch {
+    throw invalid('is not a valid URL');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw invalid('must use http or https');
+  if (url.username !== '' || url.password !== '') throw invalid('must not contain user info');
+  if (baseUrl.includes('?') || baseUrl.includes('#')) throw invalid('must not contain a query or fragment');
+  if (url.pathname !== '/') throw invalid('must be an origin (no path other than /)');
+  return url.origin;
+}
+
+function resolveApiKey(apiKey: unknown, named: string): Secret | undefined {
+  if (apiKey === undefined) return undefined;
+  if (typeof apiKey !== 'string' || !API_KEY.test(apiKey)) {
+    throw new ConnectorConfigError('invalid_api_key', `${named} apiKey must be 1-16384 visible ASCII characters (no whitespace or control characters)`);
+  }
+  return new Secret(apiKey);
+}
+
+function optionalText(value: unknown, maxBytes: number, code: ConfigErrorCode, what: string): string | undefined {
+  if (value === undefined) return undefined;
+  if (
+    typeof value !== 'string' ||
+    value.trim() === '' ||
+    value.trim() !== value ||
+    CONTROL.test(value) ||
+    Buffer.byteLength(value) > maxBytes
+  ) {
+    throw new ConnectorConfigError(code, `${what} must be non-blank, unpadded, at most ${maxBytes} bytes, without control characters`);
+  }
+  return value;
+}
+
+function resolveLimits(limits: unknown): ResolvedLimits {
+  if (limits === undefined) return DEFAULT_LIMITS;
+  if (!isPlainObject(limits)) throw new ConnectorConfigError('invalid_limits', 'options.limits must be an object');
+  const merged: Record<string, unknown> = { ...DEFAULT_LIMITS };
+  for (const [key, value] of Object.entries(limits)) {
+    if (!(key in DEFAULT_LIMITS)) throw new ConnectorConfigError('unknown_option', `options.limits has unknown field \`${safeName(key)}\``);
+    if (value !== undefined) merged[key] = value;
+  }
+  const resolved = merged as unknown as ResolvedLimits;
+  for (const key of ['maxJsonResponseBytes', 'maxStreamResponseBytes', 'maxSseFrameBytes', 'maxRequestBodyBytes'] as const) {
+    requireInteger(resolved[key], 1, MAX_LIMIT_BYTES, key);
+  }
+  requireInteger(resolved.defaultMaxEvents, 1, MAX_EVENTS_CEILING, 'defaultMaxEvents');
+  requireInteger(resolved.sseIdleTimeoutMs, 1, 3_600_000, 'sseIdleTimeoutMs');
+  if (resolved.maxSseFrameBytes > resolved.maxStreamResponseBytes) {
+    throw new ConnectorConfigError('invalid_limits', 'limits.maxSseFrameBytes must not exceed limits.maxStreamResponseBytes');
+  }
+  return Object.freeze(resolved);
+}
+
+function requireInteger(value: unknown, min: number, max: number, name: string): void {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw new ConnectorConfigError('invalid_limits', `limits.${name} must be an integer from ${min} to ${max}`);
+  }
+}
+
+function resolveLogger(logger: unknown): Logger | undefined {
+  if (logger === undefined) return undefined;
+  if (!isPlainObjectLike(logger) || typeof (logger as Logger).child !== 'function') {
+    throw new ConnectorConfigError('invalid_logger', 'options.logger must be a pino logger');
+  }
+  return logger as Logger;
+}
+
+function resolveDispatcher(dispatcher: unknown): Dispatcher | undefined {
+  if (dispatcher === undefined) return undefined;
+  if (!isPlainObjectLike(dispatcher) || typeof (dispatcher as Dispatcher).request !== 'function') {
+    throw new ConnectorConfigError('invalid_dispatcher', 'options.dispatcher must be an undici Dispatcher');
+  }
+  return dispatcher as Dispatcher;
+}
+
+function resolveClock(now: unknown): () => number {
+  if (now === undefined) return Date.now;
+  if (typeof now !== 'function') throw new ConnectorConfigError('invalid_clock', 'options.now must be a function returning epoch milliseconds');
+  return now as () => number;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function isPlainObjectLike(value: unknown): boolean {
+  return (typeof value === 'object' || typeof value === 'function') && value !== null;
+}
+
+/** Option names are echoed only when they look like identifiers. */
+function safeName(key: string): string {
+  return /^[A-Za-z0-9_$-]{1,64}$/.test(key) ? key : '…';
+}

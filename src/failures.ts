@@ -1,0 +1,144 @@
+import { ERROR_CODE_PREFIX } from './package-info.js';
+import type { AipErrorDetails, AipProtocolError, ErrorCategory, OperationName } from './types.js';
+
+/** Every failure the connector reports, as the suffix of `connector.hermes_agent.<suffix>`, with its category. */
+export const FAILURE_CATEGORIES = {
+  invalid_input: 'permanent',
+  unsupported_capability: 'permanent',
+  idempotency_key_required: 'permanent',
+  approval_required: 'policy',
+  tenant_mismatch: 'auth',
+  missing_credential: 'auth',
+  deadline_exceeded: 'temporary',
+  cancelled: 'temporary',
+  authentication: 'auth',
+  not_found: 'permanent',
+  conflict: 'permanent',
+  rate_limited: 'temporary',
+  remote_rejected: 'permanent',
+  remote_temporary: 'temporary',
+  transport: 'transport',
+  invalid_response: 'connector',
+  stream_failed: 'connector',
+  stream_truncated: 'connector',
+  stream_incomplete: 'connector',
+  stream_publication: 'connector',
+  internal: 'connector',
+} as const satisfies Record<string, ErrorCategory>;
+
+export type FailureCode = keyof typeof FAILURE_CATEGORIES;
+
+/**
+ * Whether the provider may have acted before this failure. Only matters for mutations:
+ * `maybe` failures of run_start/run_approval/run_stop are reported as uncertain outcomes.
+ */
+export type ProviderEffect = 'none' | 'known' | 'maybe';
+
+export interface FailureInit {
+  effect?: ProviderEffect;
+  remoteStatus?: number;
+  providerCode?: string;
+  retryAfterMs?: number;
+  details?: Record<string, unknown>;
+}
+
+/**
+ * The connector's internal failure. Operations throw it; the pipeline turns it into an
+ * AIP result. Its message is written by the connector and never carries provider bodies,
+ * header values or secrets.
+ */
+export class HermesFailure extends Error {
+  readonly code: FailureCode;
+  readonly effect: ProviderEffect;
+  readonly remoteStatus: number | undefined;
+  readonly providerCode: string | undefined;
+  readonly retryAfterMs: number | undefined;
+  readonly details: Record<string, unknown> | undefined;
+
+  constructor(code: FailureCode, message: string, init: FailureInit = {}) {
+    super(message);
+    this.name = 'HermesFailure';
+    this.code = code;
+    this.effect = init.effect ?? 'none';
+    this.remoteStatus = init.remoteStatus;
+    this.providerCode = init.providerCode;
+    this.retryAfterMs = init.retryAfterMs;
+    this.details = init.details;
+  }
+}
+
+const READ_OPERATIONS: ReadonlySet<OperationName> = new Set(['run_status', 'run_events']);
+const NOT_RETRYABLE_EVEN_FOR_READS: ReadonlySet<FailureCode> = new Set(['cancelled', 'deadline_exceeded']);
+
+export function isReadOperation(operation: OperationName): boolean {
+  return READ_OPERATIONS.has(operation);
+}
+
+/** The one place that decides `retryable` and `uncertain_outcome`. */
+export function toProtocolError(failure: HermesFailure, endpointId: string | undefined, operation: OperationName | undefined): AipProtocolError {
+  const category = FAILURE_CATEGORIES[failure.code];
+  const read = operation !== undefined && isReadOperation(operation);
+  const uncertain = operation !== undefined && !read && failure.effect === 'maybe';
+  const retryable =
+    failure.code === 'rate_limited' ||
+    (read && (category === 'temporary' || category === 'transport') && !NOT_RETRYABLE_EVEN_FOR_READS.has(failure.code));
+
+  const details: AipErrorDetails = { ...failure.details, uncertain_outcome: uncertain };
+  if (endpointId !== undefined) details.endpoint_id = endpointId;
+  if (operation !== undefined) details.operation = operation;
+  if (failure.remoteStatus !== undefined) details.remote_status = failure.remoteStatus;
+  if (failure.providerCode !== undefined) details.provider_code = failure.providerCode;
+
+  const error: AipProtocolError = {
+    code: ERROR_CODE_PREFIX + failure.code,
+    message: failure.message,
+    category,
+    retryable,
+    details,
+    source: { component: 'aip-connector-hermes-agent' },
+  };
+  if (failure.retryAfterMs !== undefined) error.retry_after_ms = failure.retryAfterMs;
+  return error;
+}
+
+/** One mapping from an HTTP status to a failure (2xx never reaches here). */
+export function failureFromHttpStatus(
+  status: number,
+  endpointId: string,
+  providerCode: string | undefined,
+  retryAfterMs: number | undefined,
+): HermesFailure {
+  const answered = `Hermes endpoint \`${endpointId}\` answered HTTP ${status}`;
+  const init: FailureInit = { effect: 'known', remoteStatus: status, providerCode };
+  if (status === 401 || status === 403) return new HermesFailure('authentication', `${answered}: the endpoint credential was refused`, init);
+  if (status === 404) return new HermesFailure('not_found', `${answered}: the run is not known to this Hermes process (unknown id, retention expiry or restart)`, init);
+  if (status === 409) return new HermesFailure('conflict', `${answered}: the run is not in a state that accepts this request`, init);
+  if (status === 429) {
+    // Hermes refuses at its concurrency gate before reading the body: nothing happened.
+    return new HermesFailure('rate_limited', `${answered}: too many concurrent runs`, { ...init, retryAfterMs });
+  }
+  if (status >= 500) return new HermesFailure('remote_temporary', `${answered}: provider error`, { ...init, effect: 'maybe' });
+  if (status >= 300 && status < 400) return new HermesFailure('remote_rejected', `${answered}: redirects are never followed`, init);
+  return new HermesFailure('remote_rejected', `${answered}: the request was rejected`, init);
+}
+
+const PROVIDER_CODE = /^[A-Za-z0-9_.-]{1,64}$/;
+
+/** Extracts Hermes' `error.code` from an error body, only when it is a short token (never free text). */
+export function providerCodeOf(body: unknown): string | undefined {
+  if (body === null || typeof body !== 'object') return undefined;
+  const error = (body as { error?: unknown }).error;
+  if (error === null || typeof error !== 'object') return undefined;
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' && PROVIDER_CODE.test(code) ? code : undefined;
+}
+
+/** `Retry-After` as milliseconds: delta-seconds or an HTTP date. */
+export function parseRetryAfter(value: string | string[] | undefined, now: number): number | undefined {
+  const raw = Array.isArray(value) ? value[0] : value;
+  if (raw === undefined) return undefined;
+  const trimmed = raw.trim();
+  if (/^\d{1,9}$/.test(trimmed)) return Number(trimmed) * 1000;
+  const date = Date.parse(trimmed);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+}

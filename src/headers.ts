@@ -1,0 +1,63 @@
+import type { ResolvedEndpoint } from './config.js';
+import { HermesFailure } from './failures.js';
+import { USER_AGENT } from './package-info.js';
+import type { AipAction, ExecutionContext } from './types.js';
+
+const MAX_HEADER_VALUE = 16 * 1024;
+/** Visible ASCII with inner spaces: what survives HTTP unchanged and what Hermes can compare. */
+const HEADER_VALUE = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/;
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+
+export interface HeaderSources {
+  endpoint: ResolvedEndpoint;
+  action: AipAction;
+  context: ExecutionContext;
+  accept: 'application/json' | 'text/event-stream';
+  hasBody: boolean;
+  sessionKey?: string;
+}
+
+/**
+ * The exact headers of a provider request. Values come from the endpoint, the action's
+ * AIP envelope fields and the trusted context; nothing in `action.input` reaches here
+ * except `session_key`, which has its own schema.
+ */
+export function buildHeaders({ endpoint, action, context, accept, hasBody, sessionKey }: HeaderSources): Record<string, string> {
+  const headers: Record<string, string> = {
+    // The credential gate runs before this, so the key is present.
+    authorization: `Bearer ${endpoint.apiKey?.reveal() ?? ''}`,
+    'user-agent': USER_AGENT,
+    accept,
+  };
+  if (hasBody) headers['content-type'] = 'application/json';
+  const set = (name: string, value: string | undefined) => {
+    if (value === undefined) return;
+    if (value.length > MAX_HEADER_VALUE || !HEADER_VALUE.test(value)) {
+      throw new HermesFailure('invalid_input', `The value for header ${name} is not a valid header value (visible ASCII, at most 16 KiB)`);
+    }
+    headers[name.toLowerCase()] = value;
+  };
+  set('Idempotency-Key', action.idempotency_key);
+  set('X-Hermes-Session-Key', sessionKey);
+  set('X-AIP-Principal-Id', context.actor?.principalId);
+  set('X-AIP-Authentication-Issuer', context.actor?.issuer);
+  set('X-AIP-Tenant-Id', context.tenantId);
+  set('X-AIP-Trace-Id', context.traceId);
+  set('X-AIP-Correlation-Id', context.traceId);
+  set('X-AIP-Session-Id', context.sessionId);
+  if (context.deadline !== undefined) set('X-AIP-Deadline-Unix-Ms', String(Math.floor(context.deadline)));
+  if (Array.isArray(action.delegation_chain) && action.delegation_chain.length > 0) {
+    set('X-AIP-Delegation-Chain', asciiJson(action.delegation_chain));
+  }
+  return headers;
+}
+
+/** Whether an idempotency key can travel as a header: 1-255 visible ASCII characters. */
+export function isValidIdempotencyKey(key: string): boolean {
+  return IDEMPOTENCY_KEY.test(key);
+}
+
+/** JSON with every non-ASCII character escaped, so it is a legal header value. */
+function asciiJson(value: unknown): string {
+  return JSON.stringify(value).replace(/[\u007f-\uffff]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}

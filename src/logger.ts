@@ -1,0 +1,25 @@
+import { pino, type Logger } from 'pino';
+
+/** Paths pino censors in every line the connector writes, whatever a host's own serializers add. */
+const REDACT_PATHS = [
+  'authorization',
+  'headers.authorization',
+  '*.authorization',
+  'apiKey',
+  '*.apiKey',
+  'api_key',
+  '*.api_key',
+  'headers["x-api-key"]',
+];
+
+const silent: Logger = pino({ level: 'silent' });
+
+/** The connector's logger: the host's, with credentials redacted, or a silent one. */
+export function connectorLogger(host: Logger | undefined): Logger {
+  return host ? host.child({ component: 'aip-connector-hermes-agent' }, { redact: { paths: REDACT_PATHS, censor: '[REDACTED]' } }) : silent;
+}
+
+/** One child per invocation, so every line names its action, capability and endpoint. */
+export function invocationLogger(base: Logger, bindings: { action_id: string; capability_id?: string; endpoint_id?: string }): Logger {
+  return base === silent ? silent : base.child(bindings);
+}

@@ -1,0 +1,55 @@
+import type { Logger } from 'pino';
+import type { ChunkPublisher } from '../chunks.js';
+import type { ResolvedConfig, ResolvedEndpoint } from '../config.js';
+import { HermesFailure } from '../failures.js';
+import type { EndpointPools } from '../http.js';
+import type { OperationDeclaration } from '../schemas.js';
+import type { AipAction, AipMessagePart, ExecutionContext, OperationName } from '../types.js';
+
+/** Everything an operation needs for one invocation, after every gate has passed. */
+export interface OperationCall<Input = Record<string, unknown>> {
+  readonly endpoint: ResolvedEndpoint;
+  readonly declaration: OperationDeclaration;
+  readonly action: AipAction;
+  readonly input: Input;
+  readonly context: ExecutionContext;
+  /** The AIP deadline in force: the context's, else the contract's timeout from the start of the call. */
+  readonly deadline: number;
+  readonly config: ResolvedConfig;
+  readonly pools: EndpointPools;
+  /** Aborted when the connector closes: in-flight calls end as cancelled. */
+  readonly closeSignal: AbortSignal;
+  readonly logger: Logger;
+  readonly publisher: ChunkPublisher;
+  /** Called once the provider has answered with headers, for the receipt. */
+  readonly onHttpStatus: (status: number) => void;
+}
+
+export interface OperationOutcome {
+  status: 'completed' | 'failed' | 'cancelled';
+  output?: unknown;
+  message?: AipMessagePart[];
+  /** Present when status is failed, or cancelled by the connector. */
+  failure?: HermesFailure;
+}
+
+export interface Operation<Input = Record<string, unknown>> {
+  readonly name: OperationName;
+  /** Checks that JSON Schema cannot express; throws `invalid_input`. */
+  checkInput?(input: Input): void;
+  execute(call: OperationCall<Input>): Promise<OperationOutcome>;
+}
+
+const MAX_RUN_ID_BYTES = 512;
+/** In a `u` regexp only unpaired surrogates are code points of category Cs. */
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/** The run handle as one percent-encoded path segment (schema already refused control characters, '.' and '..'). */
+export function runPath(runId: string, suffix: '' | '/events' | '/approval' | '/stop'): string {
+  return `/v1/runs/${encodeURIComponent(runId)}${suffix}`;
+}
+
+export function checkRunId(runId: string): void {
+  if (LONE_SURROGATE.test(runId)) throw new HermesFailure('invalid_input', '`run_id` is not well-formed Unicode');
+  if (Buffer.byteLength(runId) > MAX_RUN_ID_BYTES) throw new HermesFailure('invalid_input', `\`run_id\` is longer than ${MAX_RUN_ID_BYTES} bytes`);
+}

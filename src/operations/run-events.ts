@@ -1,0 +1,144 @@
+import { CallScope } from '../call-scope.js';
+import { HermesFailure } from '../failures.js';
+import { ERROR_CODE_PREFIX } from '../package-info.js';
+import { buildHeaders } from '../headers.js';
+import { failureFromResponse, sendRequest, transportFailure, type ProviderResponse } from '../http.js';
+import { schemaCatalog } from '../schemas.js';
+import { SseDecoder } from '../sse.js';
+import type { HermesSseEvent, RunEventsOutput } from '../types.js';
+import { checkRunId, runPath, type Operation, type OperationCall, type OperationOutcome } from './operation.js';
+import { runStatus } from './run-status.js';
+
+export interface RunEventsInput {
+  run_id: string;
+  max_events?: number;
+}
+
+const TERMINAL_EVENTS = new Set(['run.completed', 'run.failed', 'run.cancelled']);
+/** Hermes looks for the run's stream for about a second before it answers; anything past this is a dead peer. */
+const SSE_HEADERS_TIMEOUT_MS = 30_000;
+
+type StreamEnd = 'terminal' | 'truncated' | 'closed';
+
+/**
+ * GET /v1/runs/{run_id}/events: reads the run's SSE stream to its terminal event,
+ * publishing each event as a chunk. A stream that closes without a terminal event is
+ * reconciled with one status read and reported as incomplete, never as completed.
+ */
+export const runEvents: Operation<RunEventsInput> = {
+  name: 'run_events',
+  checkInput: ({ run_id }) => checkRunId(run_id),
+  async execute(call) {
+    const { endpoint, config } = call;
+    const output: RunEventsOutput = { endpoint_id: endpoint.id, operation: 'run_events', http_status: 0, events: [], text: '', terminal: false };
+    const headers = buildHeaders({ endpoint, action: call.action, context: call.context, accept: 'text/event-stream', hasBody: false });
+    const scope = new CallScope({ signal: call.context.signal, closeSignal: call.closeSignal, deadline: call.deadline, timeoutMs: undefined, now: config.now });
+    let end: StreamEnd;
+    try {
+      const response = await sendRequest(
+        call.pools,
+        endpoint,
+        { method: 'GET', path: runPath(call.input.run_id, '/events'), headers, headersTimeoutMs: SSE_HEADERS_TIMEOUT_MS, bodyTimeoutMs: config.limits.sseIdleTimeoutMs },
+        scope,
+      );
+      call.onHttpStatus(response.statusCode);
+      if (response.statusCode < 200 || response.statusCode > 299) throw await failureFromResponse(response, endpoint.id, config.now);
+      output.http_status = response.statusCode;
+      end = await readStream(call, response, output, scope);
+    } catch (error) {
+      const failure = transportFailure(error, scope, endpoint.id, 'body');
+      return { status: failure.code === 'cancelled' ? 'cancelled' : 'failed', output: output.http_status ? output : undefined, failure };
+    } finally {
+      scope.dispose();
+    }
+    return settle(call, output, end);
+  },
+};
+
+async function readStream(call: OperationCall<RunEventsInput>, response: ProviderResponse, output: RunEventsOutput, scope: CallScope): Promise<StreamEnd> {
+  if (!String(response.headers['content-type'] ?? '').toLowerCase().startsWith('text/event-stream')) {
+    response.body.destroy();
+    throw new HermesFailure('invalid_response', `Hermes endpoint \`${call.endpoint.id}\` answered the event stream request with another content type`, {
+      remoteStatus: response.statusCode,
+    });
+  }
+  const { limits } = call.config;
+  const maxEvents = call.input.max_events ?? limits.defaultMaxEvents;
+  const decoder = new SseDecoder({ maxFrameBytes: limits.maxSseFrameBytes, maxStreamBytes: limits.maxStreamResponseBytes }, call.endpoint.id);
+  const text: string[] = [];
+  try {
+    // Leaving this loop early (return or throw) destroys the body and so closes the socket.
+    for await (const chunk of response.body as AsyncIterable<Buffer>) {
+      for (const item of decoder.push(chunk)) {
+        if (item.kind === 'done') return 'closed';
+        const terminal = TERMINAL_EVENTS.has(item.event.event);
+        record(output, item.event, text);
+        await call.publisher.publishEvent(item.event, terminal);
+        if (terminal) return 'terminal';
+        if (output.events.length >= maxEvents) return 'truncated';
+      }
+    }
+    return 'closed';
+  } catch (error) {
+    throw transportFailure(error, scope, call.endpoint.id, 'body');
+  } finally {
+    output.text = text.join('');
+  }
+}
+
+function record(output: RunEventsOutput, event: HermesSseEvent, text: string[]): void {
+  output.events.push(event);
+  if (event.event === 'message.delta' && typeof event.data.delta === 'string') text.push(event.data.delta);
+}
+
+async function settle(call: OperationCall<RunEventsInput>, output: RunEventsOutput, end: StreamEnd): Promise<OperationOutcome> {
+  const runId = call.input.run_id;
+  const message = output.text === '' ? undefined : [{ type: 'text' as const, text: output.text }];
+  if (end === 'terminal') {
+    const last = output.events[output.events.length - 1] as HermesSseEvent;
+    output.terminal = true;
+    output.terminal_event = last.event;
+    if (last.event === 'run.completed') return { status: 'completed', output, message };
+    if (last.event === 'run.cancelled') return { status: 'cancelled', output, message };
+    return { status: 'failed', output, message, failure: new HermesFailure('stream_failed', `Hermes run \`${runId}\` failed (run.failed)`, { effect: 'known' }) };
+  }
+  if (end === 'truncated') {
+    output.truncated = true;
+    const failure = new HermesFailure(
+      'stream_truncated',
+      `Stopped reading run \`${runId}\` after max_events (${output.events.length}) events without a terminal event; later events are lost to this reader`,
+      { effect: 'known' },
+    );
+    return { status: 'failed', output, message, failure };
+  }
+  output.reconciliation = await reconcile(call);
+  const failure = new HermesFailure(
+    'stream_incomplete',
+    `The event stream of run \`${runId}\` closed without a terminal event; its status was read for reconciliation`,
+    { effect: 'known' },
+  );
+  return { status: 'failed', output, message, failure };
+}
+
+/** One status read after an incomplete stream; its failure is recorded, never thrown. */
+async function reconcile(call: OperationCall<RunEventsInput>): Promise<NonNullable<RunEventsOutput['reconciliation']>> {
+  let httpStatus: number | null = null;
+  const statusCall = {
+    ...call,
+    action: { ...call.action, idempotency_key: undefined },
+    input: { run_id: call.input.run_id },
+    declaration: schemaCatalog().operations.run_status.declaration,
+    onHttpStatus: (status: number) => {
+      httpStatus = status;
+    },
+  };
+  try {
+    const { output } = await runStatus.execute(statusCall);
+    const validate = schemaCatalog().operations.run_status.validateOutput;
+    if (!validate(output)) return { http_status: httpStatus, error_code: `${ERROR_CODE_PREFIX}invalid_response` };
+    return { http_status: httpStatus, status: output as Record<string, unknown> };
+  } catch (error) {
+    const code = error instanceof HermesFailure ? error.code : 'internal';
+    return { http_status: httpStatus, error_code: ERROR_CODE_PREFIX + code };
+  }
+}

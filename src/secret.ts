@@ -1,0 +1,32 @@
+import { inspect } from 'node:util';
+
+const REDACTED = '[REDACTED]';
+
+/**
+ * Holds a credential so that it cannot leak by accident: JSON, string conversion and
+ * util.inspect all print a placeholder. Only `reveal()` gives the value, and only the
+ * header builder calls it.
+ */
+export class Secret {
+  readonly #value: string;
+
+  constructor(value: string) {
+    this.#value = value;
+  }
+
+  reveal(): string {
+    return this.#value;
+  }
+
+  toJSON(): string {
+    return REDACTED;
+  }
+
+  toString(): string {
+    return REDACTED;
+  }
+
+  [inspect.custom](): string {
+    return `Secret(${REDACTED})`;
+  }
+}

@@ -1,0 +1,122 @@
+import { createParser, type EventSourceMessage, type EventSourceParser } from 'eventsource-parser';
+import { HermesFailure } from './failures.js';
+import type { HermesSseEvent } from './types.js';
+
+export type SseItem = { kind: 'event'; event: HermesSseEvent } | { kind: 'done' };
+
+export interface SseDecoderLimits {
+  maxFrameBytes: number;
+  maxStreamBytes: number;
+}
+
+const LF = 0x0a;
+const CR = 0x0d;
+/** Two line terminators in a row end a frame: LF LF, CR CR, or LF CR (which also covers CRLF CRLF). */
+const FRAME_ENDS = [Buffer.from('\n\n'), Buffer.from('\r\r'), Buffer.from('\n\r')];
+
+/**
+ * Turns Hermes SSE bytes into typed events. Bytes are decoded as streaming, strict UTF-8
+ * and parsed by eventsource-parser; frame and stream sizes are counted in bytes before
+ * anything is buffered, so a line that never ends cannot grow memory past the frame limit.
+ * Frames are `data:`-only JSON typed by their `event` field; an `event:` line, when a
+ * server sends one, takes precedence. `[DONE]` marks the end of the stream. Comments
+ * (`: keepalive`, `: stream closed`) are not events.
+ */
+export class SseDecoder {
+  readonly #limits: SseDecoderLimits;
+  readonly #endpointId: string;
+  readonly #utf8 = new TextDecoder('utf-8', { fatal: true });
+  readonly #parser: EventSourceParser;
+  #items: SseItem[] = [];
+  #bytesRead = 0;
+  #pendingFrameBytes = 0;
+  #lastByte = -1;
+  #failure: HermesFailure | undefined;
+
+  constructor(limits: SseDecoderLimits, endpointId: string) {
+    this.#limits = limits;
+    this.#endpointId = endpointId;
+    this.#parser = createParser({ onEvent: (message) => this.#onMessage(message) });
+  }
+
+  get bytesRead(): number {
+    return this.#bytesRead;
+  }
+
+  /** Feeds one network chunk; returns the items it completed, in order. Throws `invalid_response`. */
+  push(chunk: Uint8Array): SseItem[] {
+    this.#bytesRead += chunk.length;
+    if (this.#bytesRead > this.#limits.maxStreamBytes) throw this.#invalid(`an event stream larger than ${this.#limits.maxStreamBytes} bytes`);
+    this.#trackFrameBytes(chunk);
+    let text: string;
+    try {
+      text = this.#utf8.decode(chunk, { stream: true });
+    } catch {
+      throw this.#invalid('an event stream that is not valid UTF-8');
+    }
+    this.#parser.feed(text);
+    if (this.#failure) throw this.#failure;
+    const items = this.#items;
+    this.#items = [];
+    return items;
+  }
+
+  #trackFrameBytes(chunk: Uint8Array): void {
+    const buffer = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    if (buffer.length === 0) return;
+    const frameEnd = lastFrameEnd(buffer, this.#lastByte);
+    this.#pendingFrameBytes = frameEnd === -1 ? this.#pendingFrameBytes + buffer.length : buffer.length - frameEnd;
+    this.#lastByte = buffer[buffer.length - 1] ?? -1;
+    if (this.#pendingFrameBytes > this.#limits.maxFrameBytes) {
+      throw this.#invalid(`an SSE frame larger than ${this.#limits.maxFrameBytes} bytes`);
+    }
+  }
+
+  #onMessage(message: EventSourceMessage): void {
+    if (this.#failure) return;
+    if (message.data.trim() === '[DONE]') {
+      this.#items.push({ kind: 'done' });
+      return;
+    }
+    let data: unknown;
+    try {
+      data = JSON.parse(message.data);
+    } catch {
+      this.#failure = this.#invalid('an SSE frame whose data is not JSON');
+      return;
+    }
+    if (data === null || typeof data !== 'object' || Array.isArray(data)) {
+      this.#failure = this.#invalid('an SSE frame whose data is not a JSON object');
+      return;
+    }
+    const record = data as Record<string, unknown>;
+    const name = message.event ?? record.event ?? record.type;
+    if (typeof name !== 'string' || name === '') {
+      this.#failure = this.#invalid('an SSE frame without an event name');
+      return;
+    }
+    const event: HermesSseEvent = { event: name, data: record };
+    if (message.id !== undefined) event.id = message.id;
+    this.#items.push({ kind: 'event', event });
+  }
+
+  #invalid(what: string): HermesFailure {
+    return new HermesFailure('invalid_response', `Hermes endpoint \`${this.#endpointId}\` sent ${what}`, { effect: 'known', remoteStatus: 200 });
+  }
+}
+
+/** Offset just past the last frame end in `buffer` (which may begin right after `previousByte`), or -1. */
+function lastFrameEnd(buffer: Buffer, previousByte: number): number {
+  let end = -1;
+  for (const pattern of FRAME_ENDS) {
+    const at = buffer.lastIndexOf(pattern);
+    if (at !== -1) end = Math.max(end, at + pattern.length);
+  }
+  const first = buffer[0];
+  const straddles = isTerminator(previousByte) && isTerminator(first) && !(previousByte === CR && first === LF);
+  return end === -1 && straddles ? 1 : end;
+}
+
+function isTerminator(byte: number | undefined): boolean {
+  return byte === LF || byte === CR;
+}
