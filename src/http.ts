@@ -82,7 +82,7 @@ export async function sendRequest(
  */
 export function transportFailure(error: unknown, scope: CallScope, endpointId: string, stage: 'request' | 'body'): HermesFailure {
   if (error instanceof HermesFailure) return error;
-  const code = errorCode(error);
+  const code = transportErrorCode(error);
   const effect: ProviderEffect = stage === 'request' && code !== undefined && NOT_SENT_CODES.has(code) ? 'none' : 'maybe';
   const where = `Hermes endpoint \`${endpointId}\``;
   switch (scope.cause) {
@@ -188,7 +188,8 @@ function isJsonContentType(value: string | string[] | undefined): boolean {
   return type !== undefined && /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(type);
 }
 
-function errorCode(error: unknown): string | undefined {
+/** A transport error's stable code (`ECONNRESET`, `UND_ERR_SOCKET`, …), never its free-text message. */
+export function transportErrorCode(error: unknown): string | undefined {
   const code = (error as { code?: unknown } | null)?.code;
   return typeof code === 'string' && /^[A-Z0-9_]{1,64}$/.test(code) ? code : undefined;
 }

@@ -2,7 +2,7 @@ import { CallScope } from '../call-scope.js';
 import { HermesFailure } from '../failures.js';
 import { ERROR_CODE_PREFIX } from '../package-info.js';
 import { buildHeaders } from '../headers.js';
-import { failureFromResponse, sendRequest, transportFailure, type ProviderResponse } from '../http.js';
+import { failureFromResponse, sendRequest, transportErrorCode, transportFailure, type ProviderResponse } from '../http.js';
 import { schemaCatalog } from '../schemas.js';
 import { SseDecoder } from '../sse.js';
 import type { HermesSseEvent, RunEventsOutput } from '../types.js';
@@ -18,7 +18,8 @@ const TERMINAL_EVENTS = new Set(['run.completed', 'run.failed', 'run.cancelled']
 /** Hermes looks for the run's stream for about a second before it answers; anything past this is a dead peer. */
 const SSE_HEADERS_TIMEOUT_MS = 30_000;
 
-type StreamEnd = 'terminal' | 'truncated' | 'closed';
+/** How reading ended; `broken` is a connection that failed mid-body, which is as incomplete as a clean close. */
+type StreamEnd = { kind: 'terminal' | 'truncated' | 'closed' } | { kind: 'broken'; transportCode: string | undefined };
 
 /**
  * GET /v1/runs/{run_id}/events: reads the run's SSE stream to its terminal event,
@@ -70,17 +71,18 @@ async function readStream(call: OperationCall<RunEventsInput>, response: Provide
     // Leaving this loop early (return or throw) destroys the body and so closes the socket.
     for await (const chunk of response.body as AsyncIterable<Buffer>) {
       for (const item of decoder.push(chunk)) {
-        if (item.kind === 'done') return 'closed';
+        if (item.kind === 'done') return { kind: 'closed' };
         const terminal = TERMINAL_EVENTS.has(item.event.event);
         record(output, item.event, text);
         await call.publisher.publishEvent(item.event, terminal);
-        if (terminal) return 'terminal';
-        if (output.events.length >= maxEvents) return 'truncated';
+        if (terminal) return { kind: 'terminal' };
+        if (output.events.length >= maxEvents) return { kind: 'truncated' };
       }
     }
-    return 'closed';
+    return { kind: 'closed' };
   } catch (error) {
-    throw transportFailure(error, scope, call.endpoint.id, 'body');
+    if (error instanceof HermesFailure || scope.cause !== undefined) throw transportFailure(error, scope, call.endpoint.id, 'body');
+    return { kind: 'broken', transportCode: transportErrorCode(error) };
   } finally {
     output.text = text.join('');
   }
@@ -94,7 +96,7 @@ function record(output: RunEventsOutput, event: HermesSseEvent, text: string[]):
 async function settle(call: OperationCall<RunEventsInput>, output: RunEventsOutput, end: StreamEnd): Promise<OperationOutcome> {
   const runId = call.input.run_id;
   const message = output.text === '' ? undefined : [{ type: 'text' as const, text: output.text }];
-  if (end === 'terminal') {
+  if (end.kind === 'terminal') {
     const last = output.events[output.events.length - 1] as HermesSseEvent;
     output.terminal = true;
     output.terminal_event = last.event;
@@ -102,7 +104,7 @@ async function settle(call: OperationCall<RunEventsInput>, output: RunEventsOutp
     if (last.event === 'run.cancelled') return { status: 'cancelled', output, message };
     return { status: 'failed', output, message, failure: new HermesFailure('stream_failed', `Hermes run \`${runId}\` failed (run.failed)`, { effect: 'known' }) };
   }
-  if (end === 'truncated') {
+  if (end.kind === 'truncated') {
     output.truncated = true;
     const failure = new HermesFailure(
       'stream_truncated',
@@ -112,10 +114,11 @@ async function settle(call: OperationCall<RunEventsInput>, output: RunEventsOutp
     return { status: 'failed', output, message, failure };
   }
   output.reconciliation = await reconcile(call);
+  const how = end.kind === 'broken' ? `broke${end.transportCode ? ` (${end.transportCode})` : ''}` : 'closed';
   const failure = new HermesFailure(
     'stream_incomplete',
-    `The event stream of run \`${runId}\` closed without a terminal event; its status was read for reconciliation`,
-    { effect: 'known' },
+    `The event stream of run \`${runId}\` ${how} without a terminal event; its status was read for reconciliation`,
+    { effect: 'known', details: end.kind === 'broken' && end.transportCode ? { transport_code: end.transportCode } : undefined },
   );
   return { status: 'failed', output, message, failure };
 }

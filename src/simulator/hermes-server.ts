@@ -1,0 +1,530 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import {
+  checkIdempotencyKey,
+  checkSessionKey,
+  corsDecision,
+  decodePath,
+  isAuthorized,
+  matchRoute,
+} from './http-routing.js';
+import { pyJson } from './py-json.js';
+import {
+  APPROVAL_CHOICES,
+  RESTART_ERROR,
+  RunState,
+  TERMINAL_STATUSES,
+  dropControlState,
+  emitEvent,
+  executeRun,
+  finishRun,
+  killRun,
+  nowSeconds,
+  resolveApprovals,
+  type RunEnvironment,
+} from './run.js';
+import { checkRunRequest, coerceBool, pyTruthy } from './run-request.js';
+import { RunStream } from './run-stream.js';
+import { defaultScript } from './script.js';
+import { streamRunEvents } from './sse.js';
+import { TimerRegistry } from './timers.js';
+import type {
+  HermesSimulator,
+  HermesSimulatorOptions,
+  RecordedRequest,
+  SimulatedRun,
+  SimulatorFault,
+  SimulatorProfile,
+  SimulatorRoute,
+} from './types.js';
+import {
+  INVALID_API_KEY,
+  MAX_BODY_BYTES,
+  applyHeaders,
+  applySecurityHeaders,
+  collectBody,
+  headerValue,
+  openAiError,
+  parseJsonBody,
+  runNotFound,
+  sendBody,
+  sendHttpText,
+  sendJson,
+  sendUnhandledError,
+  type CollectedBody,
+  type HeaderList,
+  type ParsedJson,
+} from './wire.js';
+
+const IDEMPOTENCY_RECORD_TTL_MS = 24 * 60 * 60 * 1000;
+const STATUSES_ANSWERED_BY_LATER_STOP = new Set(['completed', 'failed', 'cancelled']);
+
+type ResolvedOptions = Required<Omit<HermesSimulatorOptions, 'script'>> & Pick<HermesSimulatorOptions, 'script'>;
+
+function resolveOptions(options: HermesSimulatorOptions): ResolvedOptions {
+  if (typeof options.apiKey !== 'string' || options.apiKey === '') {
+    throw new TypeError('startHermesSimulator: apiKey is required (Hermes refuses to start without API_SERVER_KEY)');
+  }
+  return {
+    apiKey: options.apiKey,
+    host: options.host ?? '127.0.0.1',
+    port: options.port ?? 0,
+    profile: options.profile ?? 'pin',
+    modelName: options.modelName ?? 'hermes-agent',
+    maxConcurrentRuns: Math.max(0, options.maxConcurrentRuns ?? 10),
+    keepaliveMs: options.keepaliveMs ?? 30_000,
+    sweepIntervalMs: options.sweepIntervalMs ?? 60_000,
+    streamTtlMs: options.streamTtlMs ?? 300_000,
+    retentionMs: options.retentionMs ?? 3_600_000,
+    streamLookupMs: options.streamLookupMs ?? 1_000,
+    approvalTimeoutMs: options.approvalTimeoutMs ?? 300_000,
+    stepDelayMs: options.stepDelayMs ?? 0,
+    corsOrigins: [...(options.corsOrigins ?? [])],
+    script: options.script,
+  };
+}
+
+interface IdempotencyRecord {
+  fingerprint: string;
+  runId: string;
+  createdAt: number;
+}
+
+interface ArmedFault {
+  fault: SimulatorFault;
+  remaining: number;
+}
+
+/** Everything a request handler receives. */
+interface Exchange {
+  req: IncomingMessage;
+  res: ServerResponse;
+  runId: string;
+  body: Promise<CollectedBody>;
+}
+
+class HermesSimulatorServer implements HermesSimulator {
+  readonly requests: RecordedRequest[] = [];
+  readonly profile: SimulatorProfile;
+  private readonly server: Server;
+  private readonly timers = new TimerRegistry();
+  private readonly streams = new Map<string, RunStream>();
+  /** Status records Hermes still holds (what GET /v1/runs/{id} reads). */
+  private readonly statuses = new Map<string, RunState>();
+  /** Every run ever created, for inspection; survives restarts and sweeps. */
+  private readonly history = new Map<string, RunState>();
+  private readonly idempotency = new Map<string, IdempotencyRecord>();
+  private readonly faults: ArmedFault[] = [];
+  private readonly env: RunEnvironment;
+  private sweepTimer: NodeJS.Timeout | undefined;
+  private closing: Promise<void> | undefined;
+  private created = 0;
+  private boundPort = 0;
+
+  constructor(private readonly options: ResolvedOptions) {
+    this.profile = options.profile;
+    this.env = {
+      timers: this.timers,
+      streams: this.streams,
+      stepDelayMs: options.stepDelayMs,
+      approvalTimeoutMs: options.approvalTimeoutMs,
+    };
+    this.server = createServer((req, res) => {
+      this.handle(req, res).catch(() => this.answerCrash(res));
+    });
+  }
+
+  get port(): number {
+    return this.boundPort;
+  }
+
+  get url(): string {
+    const host = this.options.host.includes(':') ? `[${this.options.host}]` : this.options.host;
+    return `http://${host}:${this.boundPort}`;
+  }
+
+  async listen(): Promise<void> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(this.options.port, this.options.host, () => {
+        this.server.off('error', reject);
+        resolve();
+      });
+    });
+    this.boundPort = (this.server.address() as AddressInfo).port;
+    this.sweepTimer = setInterval(() => this.sweep(), Math.max(1, this.options.sweepIntervalMs));
+    this.sweepTimer.unref();
+  }
+
+  // ---- public inspection and control -------------------------------------------------
+
+  runs(): SimulatedRun[] {
+    return [...this.history.values()].map((run) => run.snapshot());
+  }
+
+  run(runId: string): SimulatedRun | undefined {
+    return this.history.get(runId)?.snapshot();
+  }
+
+  startCount(): number {
+    return this.created;
+  }
+
+  injectFault(fault: SimulatorFault): void {
+    if ((fault.response === undefined) === (fault.destroy !== true)) {
+      throw new TypeError('injectFault: give exactly one of `response` or `destroy: true`');
+    }
+    this.faults.push({ fault, remaining: Math.max(1, Math.floor(fault.times ?? 1)) });
+  }
+
+  /**
+   * A process restart. Pin: everything is forgotten. Later: idempotency records and
+   * terminal statuses survive; unsettled runs become `interrupted`. Either way, live
+   * runs stop silently and every open connection drops.
+   */
+  restart(): void {
+    for (const run of this.history.values()) if (run.isLive) killRun(run);
+    this.streams.clear();
+    if (this.profile === 'pin') this.statuses.clear();
+    else this.interruptUnsettledRuns();
+    this.timers.clearAll();
+    this.server.closeAllConnections();
+  }
+
+  sweep(): void {
+    this.sweepStreams();
+    this.sweepStatuses();
+    this.sweepIdempotencyRecords();
+  }
+
+  close(): Promise<void> {
+    this.closing ??= this.shutdown();
+    return this.closing;
+  }
+
+  private async shutdown(): Promise<void> {
+    clearInterval(this.sweepTimer);
+    for (const run of this.history.values()) if (run.isLive) killRun(run);
+    this.timers.close();
+    await new Promise<void>((resolve) => {
+      this.server.close(() => resolve());
+      this.server.closeAllConnections();
+    });
+  }
+
+  private interruptUnsettledRuns(): void {
+    for (const run of this.statuses.values()) {
+      if (TERMINAL_STATUSES.has(run.status)) continue;
+      run.error = RESTART_ERROR;
+      run.touch('interrupted');
+    }
+  }
+
+  /** Streams older than the TTL go; at the pin the run's control refs go with them. */
+  private sweepStreams(): void {
+    const now = Date.now();
+    for (const [runId, stream] of this.streams) {
+      if (now - stream.createdAt < this.options.streamTtlMs) continue;
+      this.streams.delete(runId);
+      const run = this.history.get(runId);
+      if (!run) continue;
+      if (this.profile === 'pin') dropControlState(run);
+      else if (run.isLive) run.streamSwept = true;
+    }
+  }
+
+  private sweepStatuses(): void {
+    const now = nowSeconds();
+    for (const [runId, run] of this.statuses) {
+      if (TERMINAL_STATUSES.has(run.status) && (now - run.updatedAt) * 1000 >= this.options.retentionMs) {
+        this.statuses.delete(runId);
+      }
+    }
+  }
+
+  private sweepIdempotencyRecords(): void {
+    const now = Date.now();
+    for (const [key, record] of this.idempotency) {
+      if (now - record.createdAt >= IDEMPOTENCY_RECORD_TTL_MS) this.idempotency.delete(key);
+    }
+  }
+
+  // ---- request pipeline: record → CORS → body limit → security headers → route → auth → fault → handler
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const body = this.record(req);
+    applySecurityHeaders(res);
+    const cors = corsDecision(req, this.options.corsOrigins);
+    if (cors.kind === 'forbidden') return sendBody(res, 403, '');
+    if (cors.kind === 'allowed') {
+      applyHeaders(res, cors.headers);
+      if (req.method === 'OPTIONS') return sendBody(res, 200, '');
+    }
+    if (this.declaresOversizedBody(req)) {
+      return sendJson(res, 413, openAiError('Request body too large.', 'body_too_large'));
+    }
+    const match = matchRoute(req.method ?? 'GET', req.url ?? '/');
+    if (match.kind === 'not-found') return sendHttpText(res, 404, '404: Not Found');
+    if (match.kind === 'method-not-allowed') {
+      return sendHttpText(res, 405, '405: Method Not Allowed', [['Allow', match.allow]]);
+    }
+    if (!isAuthorized(req, this.options.apiKey)) return sendJson(res, 401, INVALID_API_KEY);
+    const exchange: Exchange = { req, res, runId: match.runId, body };
+    const fault = this.takeFault(match.route);
+    if (fault) return this.answerWithFault(exchange, fault);
+    return this.dispatch(match.route, exchange);
+  }
+
+  private dispatch(route: SimulatorRoute, exchange: Exchange): Promise<void> | void {
+    switch (route) {
+      case 'start':
+        return this.handleStart(exchange);
+      case 'status':
+        return this.handleStatus(exchange);
+      case 'events':
+        return this.handleEvents(exchange);
+      case 'approval':
+        return this.handleApproval(exchange);
+      case 'stop':
+        return this.handleStop(exchange);
+    }
+  }
+
+  private record(req: IncomingMessage): Promise<CollectedBody> {
+    const rawPath = req.url ?? '/';
+    const recorded: RecordedRequest = {
+      method: req.method ?? 'GET',
+      rawPath,
+      path: decodePath(rawPath),
+      headers: { ...req.headers },
+      body: '',
+      receivedAt: Date.now(),
+    };
+    this.requests.push(recorded);
+    const body = collectBody(req);
+    void body.then((collected) => {
+      recorded.body = collected.bytes.toString('utf8');
+    });
+    return body;
+  }
+
+  private declaresOversizedBody(req: IncomingMessage): boolean {
+    if (!['POST', 'PUT', 'PATCH'].includes(req.method ?? '')) return false;
+    const length = headerValue(req, 'content-length');
+    return length !== undefined && Number(length) > MAX_BODY_BYTES;
+  }
+
+  private answerCrash(res: ServerResponse): void {
+    if (res.headersSent) res.destroy();
+    else sendUnhandledError(res);
+  }
+
+  private takeFault(route: SimulatorRoute): SimulatorFault | undefined {
+    const index = this.faults.findIndex((armed) => armed.fault.route === route);
+    const armed = this.faults[index];
+    if (!armed) return undefined;
+    armed.remaining -= 1;
+    if (armed.remaining <= 0) this.faults.splice(index, 1);
+    return armed.fault;
+  }
+
+  private async answerWithFault({ req, res, body }: Exchange, fault: SimulatorFault): Promise<void> {
+    await body;
+    if (fault.destroy === true || !fault.response) {
+      req.socket.destroy();
+      return;
+    }
+    const { status, headers = {}, body: text = '' } = fault.response;
+    const list: HeaderList = Object.entries(headers);
+    const hasContentType = list.some(([name]) => name.toLowerCase() === 'content-type');
+    if (text !== '' && !hasContentType) list.unshift(['Content-Type', 'application/json; charset=utf-8']);
+    sendBody(res, status, text, list);
+  }
+
+  // ---- POST /v1/runs ------------------------------------------------------------------
+
+  private async handleStart(exchange: Exchange): Promise<void> {
+    const { req, res } = exchange;
+    const session = checkSessionKey(req);
+    if (session.kind === 'invalid') {
+      return sendJson(res, 400, { error: { message: session.message, type: 'invalid_request_error' } });
+    }
+    const sessionHeaders: HeaderList = session.key === undefined ? [] : [['X-Hermes-Session-Key', session.key]];
+    let parsed: ParsedJson | undefined;
+    let idempotency: { key: string; fingerprint: string } | undefined;
+    if (this.profile === 'later') {
+      const keyCheck = checkIdempotencyKey(req);
+      if (keyCheck.kind === 'invalid') {
+        return sendJson(res, 400, openAiError('Idempotency-Key must be 1-255 visible ASCII characters', 'invalid_idempotency_key'));
+      }
+      if (keyCheck.kind === 'ok') {
+        // The replay must work even when the gate is full, so the body is read first here.
+        const collected = await exchange.body;
+        if (!collected.complete) return;
+        parsed = parseJsonBody(collected);
+        if (parsed.kind === 'invalid') return sendJson(res, 400, openAiError('Invalid JSON'));
+        idempotency = { key: keyCheck.key, fingerprint: pyJson({ body: parsed.value, session_key: session.key ?? null }, { sortKeys: true }) };
+        const record = this.idempotency.get(keyCheck.key);
+        if (record) return this.answerIdempotentRepeat(res, record, idempotency.fingerprint, sessionHeaders);
+      }
+    }
+    if (this.gateIsFull()) {
+      const message = `Too many concurrent runs (max ${this.options.maxConcurrentRuns})`;
+      return sendJson(res, 429, openAiError(message, 'rate_limit_exceeded', 'rate_limit_error'), [['Retry-After', '1']]);
+    }
+    if (parsed === undefined) {
+      const collected = await exchange.body;
+      if (!collected.complete) return;
+      parsed = parseJsonBody(collected);
+    }
+    if (parsed.kind === 'invalid') return sendJson(res, 400, openAiError('Invalid JSON'));
+    if (parsed.kind === 'non-object') return sendUnhandledError(res);
+    const check = checkRunRequest(parsed.value);
+    if (check.kind === 'unhandled') return sendUnhandledError(res);
+    if (check.kind === 'bad-request') return sendJson(res, 400, openAiError(check.message));
+    const run = this.createRun(parsed.value, check.userMessage, idempotency);
+    const answer: Record<string, unknown> = { run_id: run.id, status: 'started' };
+    if (this.profile === 'later') answer['replayed'] = false;
+    sendJson(res, 202, answer, sessionHeaders);
+  }
+
+  private answerIdempotentRepeat(res: ServerResponse, record: IdempotencyRecord, fingerprint: string, sessionHeaders: HeaderList): void {
+    if (record.fingerprint !== fingerprint) {
+      return sendJson(res, 409, openAiError('Idempotency-Key was already used with a different request', 'idempotency_key_conflict'));
+    }
+    const answer = { run_id: record.runId, status: 'started', replayed: true };
+    sendJson(res, 202, answer, [...sessionHeaders, ['Idempotency-Replayed', 'true']]);
+  }
+
+  /** The count is the live run streams (plus, in `later`, live runs whose stream the sweep expired). */
+  private gateIsFull(): boolean {
+    const limit = this.options.maxConcurrentRuns;
+    if (limit <= 0) return false;
+    let count = this.streams.size;
+    if (this.profile === 'later') {
+      for (const run of this.history.values()) if (run.streamSwept && run.isLive) count++;
+    }
+    return count >= limit;
+  }
+
+  private createRun(body: Record<string, unknown>, userMessage: unknown, idempotency: { key: string; fingerprint: string } | undefined): RunState {
+    const steps = this.options.script ? this.options.script(body) : defaultScript(body, userMessage);
+    const id = `run_${randomUUID().replaceAll('-', '')}`;
+    const stream = new RunStream(this.timers);
+    const sessionId = body['session_id'];
+    const run = new RunState({
+      id,
+      body,
+      sessionId: pyTruthy(sessionId) ? sessionId : id,
+      model: Object.hasOwn(body, 'model') ? body['model'] : this.options.modelName,
+      userMessage,
+      stream,
+      ...(idempotency ? { idempotencyKey: idempotency.key } : {}),
+    });
+    this.streams.set(id, stream);
+    this.statuses.set(id, run);
+    this.history.set(id, run);
+    this.created++;
+    if (idempotency) this.idempotency.set(idempotency.key, { fingerprint: idempotency.fingerprint, runId: id, createdAt: Date.now() });
+    void executeRun(this.env, run, steps);
+    return run;
+  }
+
+  // ---- GET /v1/runs/{id} and /events ---------------------------------------------------
+
+  private handleStatus({ res, runId }: Exchange): void {
+    const run = this.statuses.get(runId);
+    if (!run) return sendJson(res, 404, runNotFound(runId));
+    sendJson(res, 200, run.statusObject());
+  }
+
+  private async handleEvents({ res, runId }: Exchange): Promise<void> {
+    const stream = await this.waitForStream(runId, res);
+    if (!stream) return sendJson(res, 404, runNotFound(runId));
+    await streamRunEvents(res, stream, { keepaliveMs: this.options.keepaliveMs, timers: this.timers });
+    // Whatever ended this subscriber, Hermes' `finally` removes the stream.
+    if (this.streams.get(runId) === stream) this.streams.delete(runId);
+  }
+
+  /** Hermes polls every 50 ms for about a second before answering 404. */
+  private async waitForStream(runId: string, res: ServerResponse): Promise<RunStream | undefined> {
+    const gone = new AbortController();
+    const onClose = (): void => gone.abort();
+    res.once('close', onClose);
+    try {
+      const deadline = Date.now() + this.options.streamLookupMs;
+      for (;;) {
+        const stream = this.streams.get(runId);
+        if (stream) return stream;
+        const remaining = deadline - Date.now();
+        if (remaining <= 0) return undefined;
+        if (!(await this.timers.delay(Math.min(50, remaining), gone.signal))) return undefined;
+      }
+    } finally {
+      res.off('close', onClose);
+    }
+  }
+
+  // ---- POST /v1/runs/{id}/approval -------------------------------------------------------
+
+  private async handleApproval({ res, runId, body }: Exchange): Promise<void> {
+    const run = this.statuses.get(runId);
+    if (!run) return sendJson(res, 404, runNotFound(runId));
+    const collected = await body;
+    if (!collected.complete) return;
+    const parsed = parseJsonBody(collected);
+    if (parsed.kind === 'invalid') return sendJson(res, 400, openAiError('Invalid JSON'));
+    if (parsed.kind === 'non-object') return sendUnhandledError(res);
+    const choice = normalizeChoice(parsed.value['choice']);
+    if (choice === undefined) {
+      const message = 'Invalid approval choice; expected one of: once, session, always, deny';
+      return sendJson(res, 400, openAiError(message, 'invalid_approval_choice'));
+    }
+    if (!run.approvalSessionActive) {
+      return sendJson(res, 409, openAiError(`Run has no active approval session: ${runId}`, 'approval_not_active'));
+    }
+    const all = coerceBool(parsed.value['all']) || coerceBool(parsed.value['resolve_all']);
+    const resolved = resolveApprovals(run, choice, all);
+    if (resolved === 0) {
+      return sendJson(res, 409, openAiError(`Run has no pending approval: ${runId}`, 'approval_not_pending'));
+    }
+    emitEvent(this.env, run, 'approval.responded', { choice, resolved }, 'lookup', 'running');
+    sendJson(res, 200, { object: 'hermes.run.approval_response', run_id: runId, choice, resolved });
+  }
+
+  // ---- POST /v1/runs/{id}/stop ---------------------------------------------------------
+
+  private handleStop({ res, runId }: Exchange): void {
+    const run = this.statuses.get(runId);
+    if (this.profile === 'pin') {
+      if (!run || !run.controlActive) return sendJson(res, 404, runNotFound(runId));
+      run.touch('stopping', 'run.stopping');
+      run.interrupt.abort();
+      // At the pin the cancel reaches the wrapper task at once: cancelled before the 200 goes out.
+      finishRun(this.env, run, { status: 'cancelled' });
+      return sendJson(res, 200, { run_id: runId, status: 'stopping' });
+    }
+    if (!run) return sendJson(res, 404, runNotFound(runId));
+    if (STATUSES_ANSWERED_BY_LATER_STOP.has(run.status)) return sendJson(res, 200, run.statusObject());
+    if (!run.controlActive) return sendJson(res, 409, openAiError(`Run is not active: ${runId}`, 'run_not_active'));
+    run.touch('stopping', 'run.stopping');
+    // Later Hermes only interrupts: the script ends at its current step, then the run is cancelled.
+    run.interrupt.abort();
+    sendJson(res, 200, { run_id: runId, status: 'stopping' });
+  }
+}
+
+/** `str(body.get("choice", "")).strip().lower()`, with approve/approved/allow meaning once. */
+function normalizeChoice(value: unknown): string | undefined {
+  if (value !== undefined && typeof value !== 'string') return undefined;
+  const choice = (value ?? '').trim().toLowerCase();
+  if (choice === 'approve' || choice === 'approved' || choice === 'allow') return 'once';
+  return (APPROVAL_CHOICES as readonly string[]).includes(choice) ? choice : undefined;
+}
+
+export async function startHermesSimulator(options: HermesSimulatorOptions): Promise<HermesSimulator> {
+  const simulator = new HermesSimulatorServer(resolveOptions(options));
+  await simulator.listen();
+  return simulator;
+}

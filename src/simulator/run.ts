@@ -1,0 +1,344 @@
+import { pyFloat, pyJson } from './py-json.js';
+import type { RunStream } from './run-stream.js';
+import { estimateTokens } from './script.js';
+import type { TimerRegistry } from './timers.js';
+import type { RunStep, SimulatedRun } from './types.js';
+
+export const TERMINAL_STATUSES: ReadonlySet<string> = new Set(['completed', 'failed', 'cancelled', 'interrupted']);
+export const APPROVAL_CHOICES = ['once', 'session', 'always', 'deny'] as const;
+export const RESTART_ERROR = 'The gateway restarted before this run settled.';
+
+export interface Usage {
+  input_tokens: number;
+  output_tokens: number;
+  total_tokens: number;
+}
+
+/** Shared simulator state a run needs while it executes. */
+export interface RunEnvironment {
+  readonly timers: TimerRegistry;
+  /** The live streams by run id (what the events route looks up and the 429 gate counts). */
+  readonly streams: Map<string, RunStream>;
+  readonly stepDelayMs: number;
+  readonly approvalTimeoutMs: number;
+}
+
+interface PendingApproval {
+  settle(choice: string): void;
+}
+
+/**
+ * Where an event goes. At the pin, `message.delta`, `approval.request` and `run.*`
+ * hold a direct reference to the run's queue; the other events look the stream up
+ * by run id, so they are dropped once the stream has been removed (disconnect, sweep).
+ */
+type Delivery = 'direct' | 'lookup';
+
+/** Epoch seconds with sub-millisecond precision, like Python's `time.time()`. */
+export function nowSeconds(): number {
+  return (performance.timeOrigin + performance.now()) / 1000;
+}
+
+export interface RunInit {
+  id: string;
+  body: Record<string, unknown>;
+  sessionId: unknown;
+  model: unknown;
+  userMessage: unknown;
+  stream: RunStream;
+  idempotencyKey?: string;
+}
+
+/** One run: its status record, its control state (agent/task/approval refs) and its queue. */
+export class RunState {
+  readonly id: string;
+  readonly body: Record<string, unknown>;
+  readonly sessionId: unknown;
+  readonly model: unknown;
+  readonly userMessage: unknown;
+  readonly stream: RunStream;
+  readonly idempotencyKey: string | undefined;
+  readonly createdAt = nowSeconds();
+  updatedAt = this.createdAt;
+  status = 'queued';
+  lastEvent: string | null = null;
+  output: string | undefined;
+  usage: Usage | undefined;
+  error: string | undefined;
+  readonly events: Array<Record<string, unknown>> = [];
+  /** The agent/task references: present while the run executes (stop answers 404 without them at the pin). */
+  controlActive = true;
+  /** The approval session (key = run id); gone once the run ends or is swept. */
+  approvalSessionActive = true;
+  /** Set by the `later` sweep, which expires the transport but keeps a live run counted by the gate. */
+  streamSwept = false;
+  readonly pendingApprovals: PendingApproval[] = [];
+  /** `agent.interrupt()`. */
+  readonly interrupt = new AbortController();
+  /** A terminal event has been emitted. */
+  finished = false;
+  /** The process "died" (restart/close): the run stops silently. */
+  killed = false;
+  /** The last approval step, consumed by the next tool step (its preview and denial). */
+  lastApproval: { command: string; denied: boolean } | undefined;
+  private deltaText = '';
+
+  constructor(init: RunInit) {
+    this.id = init.id;
+    this.body = init.body;
+    this.sessionId = init.sessionId;
+    this.model = init.model;
+    this.userMessage = init.userMessage;
+    this.stream = init.stream;
+    this.idempotencyKey = init.idempotencyKey;
+  }
+
+  get isLive(): boolean {
+    return !this.finished && !this.killed;
+  }
+
+  touch(status?: string, lastEvent?: string): void {
+    this.updatedAt = nowSeconds();
+    if (status !== undefined) this.status = status;
+    if (lastEvent !== undefined) this.lastEvent = lastEvent;
+  }
+
+  /** The `GET /v1/runs/{id}` object, fields in Hermes' order. */
+  statusObject(): Record<string, unknown> {
+    const object: Record<string, unknown> = {
+      object: 'hermes.run',
+      run_id: this.id,
+      status: this.status,
+      updated_at: pyFloat(this.updatedAt),
+      created_at: pyFloat(this.createdAt),
+      session_id: this.sessionId,
+      model: this.model,
+      last_event: this.lastEvent,
+    };
+    if (this.status === 'completed') {
+      object['output'] = this.output ?? '';
+      object['usage'] = this.usage ?? { input_tokens: 0, output_tokens: 0, total_tokens: 0 };
+    }
+    if (this.status === 'failed' || this.status === 'interrupted') object['error'] = this.error ?? '';
+    return object;
+  }
+
+  snapshot(): SimulatedRun {
+    const view: SimulatedRun = {
+      run_id: this.id,
+      status: this.status,
+      session_id: typeof this.sessionId === 'string' ? this.sessionId : pyJson(this.sessionId),
+      body: this.body,
+      events: this.events.map((event) => ({ ...event })),
+      pendingApprovals: this.pendingApprovals.length,
+    };
+    if (this.idempotencyKey !== undefined) view.idempotencyKey = this.idempotencyKey;
+    return view;
+  }
+
+  recordDelta(text: string): void {
+    this.deltaText += text;
+  }
+
+  get streamedText(): string {
+    return this.deltaText;
+  }
+}
+
+/** Records an event, updates `updated_at`/`last_event` (and the status if given) and delivers its frame. */
+export function emitEvent(
+  env: RunEnvironment,
+  run: RunState,
+  type: string,
+  fields: Record<string, unknown>,
+  delivery: Delivery,
+  status?: string,
+): void {
+  const timestamp = nowSeconds();
+  const event =
+    type === 'approval.request'
+      ? { ...fields, event: type, run_id: run.id, timestamp, choices: [...APPROVAL_CHOICES] }
+      : { event: type, run_id: run.id, timestamp, ...fields };
+  run.events.push(event);
+  run.touch(status, type);
+  const target = delivery === 'direct' ? run.stream : env.streams.get(run.id);
+  if (target !== run.stream) return;
+  target.put({ kind: 'bytes', data: `data: ${pyJson(toWireEvent(event))}\n\n` });
+}
+
+/** Timestamps and durations are Python floats on the wire. */
+function toWireEvent(event: Record<string, unknown>): Record<string, unknown> {
+  const wire = { ...event };
+  for (const key of ['timestamp', 'duration']) {
+    const value = wire[key];
+    if (typeof value === 'number') wire[key] = pyFloat(value);
+  }
+  return wire;
+}
+
+type Ending =
+  | { status: 'completed'; output: string; usage: Usage }
+  | { status: 'failed'; error: string }
+  | { status: 'cancelled' };
+
+/** Ends a run: terminal status and event, pending approvals denied, control refs dropped, sentinel queued. */
+export function finishRun(env: RunEnvironment, run: RunState, ending: Ending): void {
+  if (!run.isLive) return;
+  run.finished = true;
+  if (ending.status === 'completed') {
+    run.output = ending.output;
+    run.usage = ending.usage;
+    emitEvent(env, run, 'run.completed', { output: ending.output, usage: ending.usage }, 'direct', 'completed');
+  } else if (ending.status === 'failed') {
+    run.error = ending.error;
+    emitEvent(env, run, 'run.failed', { error: ending.error }, 'direct', 'failed');
+  } else {
+    emitEvent(env, run, 'run.cancelled', {}, 'direct', 'cancelled');
+  }
+  dropControlState(run);
+  run.stream.put({ kind: 'end' });
+}
+
+/** What both the end of a run and the pin's sweep do to the agent/task/approval refs. */
+export function dropControlState(run: RunState): void {
+  run.controlActive = false;
+  run.approvalSessionActive = false;
+  denyPendingApprovals(run);
+}
+
+export function denyPendingApprovals(run: RunState): void {
+  for (const pending of [...run.pendingApprovals]) pending.settle('deny');
+}
+
+/** Resolves the oldest pending approval (or all of them); returns how many were resolved. */
+export function resolveApprovals(run: RunState, choice: string, all: boolean): number {
+  const targets = all ? [...run.pendingApprovals] : run.pendingApprovals.slice(0, 1);
+  for (const target of targets) target.settle(choice);
+  return targets.length;
+}
+
+/** Simulates the process dying under the run: no further events, every wait released. */
+export function killRun(run: RunState): void {
+  run.killed = true;
+  run.controlActive = false;
+  run.approvalSessionActive = false;
+  denyPendingApprovals(run);
+}
+
+/** Runs a script to its end: queued → running → steps → terminal status. */
+export async function executeRun(env: RunEnvironment, run: RunState, steps: RunStep[]): Promise<void> {
+  await env.timers.delay(0, run.interrupt.signal);
+  if (!mayProceed(env, run)) return;
+  run.touch('running');
+  for (const [index, step] of steps.entries()) {
+    // Not cut short by a stop: a worker busy between steps only notices the interrupt at the
+    // next step, which is what keeps the `later` profile's `stopping` status observable.
+    if (index > 0 && env.stepDelayMs > 0) await env.timers.delay(env.stepDelayMs);
+    if (!mayProceed(env, run)) return;
+    await executeStep(env, run, step);
+    if (!mayProceed(env, run)) return;
+  }
+  finishRun(env, run, completion(run, {}));
+}
+
+/** False when the run must not go on; an interrupted run is cancelled here. */
+function mayProceed(env: RunEnvironment, run: RunState): boolean {
+  if (!run.isLive) return false;
+  if (!run.interrupt.signal.aborted) return true;
+  finishRun(env, run, { status: 'cancelled' });
+  return false;
+}
+
+async function executeStep(env: RunEnvironment, run: RunState, step: RunStep): Promise<void> {
+  switch (step.type) {
+    case 'delta':
+      run.recordDelta(String(step.text));
+      emitEvent(env, run, 'message.delta', { delta: String(step.text) }, 'direct');
+      return;
+    case 'reasoning':
+      emitEvent(env, run, 'reasoning.available', { text: String(step.text ?? '') }, 'lookup');
+      return;
+    case 'tool':
+      executeTool(env, run, step);
+      return;
+    case 'approval':
+      await executeApproval(env, run, step);
+      return;
+    case 'sleep':
+      await env.timers.delay(Number(step.ms) || 0, run.interrupt.signal);
+      return;
+    case 'fail':
+      finishRun(env, run, { status: 'failed', error: String(step.error) });
+      return;
+    case 'complete':
+      finishRun(env, run, completion(run, step));
+      return;
+    case 'cut':
+      if (run.stream.hasSubscribers) run.stream.put({ kind: 'cut' });
+      return;
+    case 'raw':
+      run.stream.put({ kind: 'bytes', data: step.data });
+      return;
+  }
+}
+
+function completion(run: RunState, step: { output?: string; usage?: Usage }): Ending {
+  const output = step.output ?? run.streamedText;
+  const usage = step.usage ?? estimateUsage(run, output);
+  return { status: 'completed', output, usage };
+}
+
+function estimateUsage(run: RunState, output: string): Usage {
+  const input = typeof run.userMessage === 'string' ? run.userMessage : pyJson(run.userMessage);
+  const inputTokens = estimateTokens(input);
+  const outputTokens = estimateTokens(output);
+  return { input_tokens: inputTokens, output_tokens: outputTokens, total_tokens: inputTokens + outputTokens };
+}
+
+function executeTool(env: RunEnvironment, run: RunState, step: Extract<RunStep, { type: 'tool' }>): void {
+  const approval = run.lastApproval;
+  run.lastApproval = undefined;
+  const startedAt = performance.now();
+  const preview = step.preview !== undefined ? step.preview : (approval?.command ?? null);
+  emitEvent(env, run, 'tool.started', { tool: step.tool, preview }, 'lookup');
+  const seconds = step.duration ?? (performance.now() - startedAt) / 1000;
+  const error = step.error ?? approval?.denied ?? false;
+  emitEvent(env, run, 'tool.completed', { tool: step.tool, duration: Math.round(seconds * 1000) / 1000, error }, 'lookup');
+}
+
+async function executeApproval(env: RunEnvironment, run: RunState, step: Extract<RunStep, { type: 'approval' }>): Promise<void> {
+  const choice = await requestApproval(env, run, step);
+  run.lastApproval = { command: step.command, denied: choice === 'deny' };
+}
+
+/**
+ * Emits `approval.request` and waits for an answer. A timeout, a stop, or a missing
+ * approval session (after the pin's sweep) all count as a denial; a timeout leaves the
+ * status at `waiting_for_approval` (Hermes' quirk).
+ */
+function requestApproval(env: RunEnvironment, run: RunState, step: Extract<RunStep, { type: 'approval' }>): Promise<string> {
+  if (!run.approvalSessionActive) return Promise.resolve('deny');
+  return new Promise<string>((resolve) => {
+    const answered = new AbortController();
+    const pending: PendingApproval = {
+      settle(choice) {
+        const index = run.pendingApprovals.indexOf(pending);
+        if (index < 0) return;
+        run.pendingApprovals.splice(index, 1);
+        answered.abort();
+        resolve(choice);
+      },
+    };
+    run.pendingApprovals.push(pending);
+    const patternKey = step.pattern_key ?? 'dangerous command';
+    const fields = {
+      command: step.command,
+      pattern_key: patternKey,
+      pattern_keys: [patternKey],
+      description: step.description ?? patternKey,
+    };
+    emitEvent(env, run, 'approval.request', fields, 'direct', 'waiting_for_approval');
+    const wait = AbortSignal.any([answered.signal, run.interrupt.signal]);
+    void env.timers.delay(env.approvalTimeoutMs, wait).then(() => pending.settle('deny'));
+  });
+}

@@ -1,0 +1,113 @@
+export type SimulatorProfile = 'pin' | 'later';
+
+export type RunStep =
+  /** `message.delta` */
+  | { type: 'delta'; text: string }
+  /** `tool.started` then `tool.completed` */
+  | { type: 'tool'; tool: string; preview?: string | null; duration?: number; error?: boolean }
+  /** `reasoning.available` */
+  | { type: 'reasoning'; text: string }
+  /**
+   * `approval.request`, status `waiting_for_approval`, then blocks until answered through
+   * `POST …/approval`, until `approvalTimeoutMs` (denied; the status stays `waiting_for_approval`),
+   * or until the run is stopped. A denial (or timeout) makes the next `tool` step report `error: true`.
+   */
+  | { type: 'approval'; command: string; pattern_key?: string; description?: string }
+  /** Pause; interruptible by stop. */
+  | { type: 'sleep'; ms: number }
+  /** `run.failed`, status `failed`; ends the run. */
+  | { type: 'fail'; error: string }
+  /** `run.completed`, status `completed`; ends the run. */
+  | { type: 'complete'; output?: string; usage?: { input_tokens: number; output_tokens: number; total_tokens: number } }
+  /** Destroy the socket of the current SSE subscriber(s) now, with no terminal chunk; the run goes on. */
+  | { type: 'cut' }
+  /** Write these bytes verbatim to the current SSE subscriber (or queue them for the next one). */
+  | { type: 'raw'; data: string | Uint8Array };
+
+export interface HermesSimulatorOptions {
+  /** Required: Hermes refuses to start without a key. */
+  apiKey: string;
+  /** Default '127.0.0.1'. */
+  host?: string;
+  /** Default 0 (an ephemeral port). */
+  port?: number;
+  /** Default 'pin'. */
+  profile?: SimulatorProfile;
+  /** Default 'hermes-agent'. */
+  modelName?: string;
+  /** Default 10; 0 disables the gate; negatives count as 0. */
+  maxConcurrentRuns?: number;
+  /** Default 30000: `: keepalive` after this much silence on an SSE stream. */
+  keepaliveMs?: number;
+  /** Default 60000. */
+  sweepIntervalMs?: number;
+  /** Default 300000: the sweep drops streams older than this (and, at the pin, the run's control refs). */
+  streamTtlMs?: number;
+  /** Default 3600000: terminal statuses are swept this long after `updated_at`. */
+  retentionMs?: number;
+  /** Default 1000: how long the events route waits for the stream to appear (polling every 50 ms). */
+  streamLookupMs?: number;
+  /** Default 300000. */
+  approvalTimeoutMs?: number;
+  /** Default 0: pause between script steps. */
+  stepDelayMs?: number;
+  /** Default []; '*' allowed. */
+  corsOrigins?: string[];
+  /** Picks each run's script from the request body; see `defaultScript`. */
+  script?: (body: Record<string, unknown>) => RunStep[];
+}
+
+export interface RecordedRequest {
+  method: string;
+  /** The request target exactly as received (path plus any query string). */
+  rawPath: string;
+  /** The percent-decoded path, without the query string. */
+  path: string;
+  headers: Record<string, string | string[] | undefined>;
+  /** The body as UTF-8 text; filled in once it has been received ('' until then). */
+  body: string;
+  receivedAt: number;
+}
+
+export interface SimulatedRun {
+  run_id: string;
+  status: string;
+  session_id: string;
+  body: Record<string, unknown>;
+  /** Every event the run emitted, in order (whether or not a subscriber received it). */
+  events: Array<Record<string, unknown>>;
+  pendingApprovals: number;
+  idempotencyKey?: string;
+}
+
+export type SimulatorRoute = 'start' | 'status' | 'events' | 'approval' | 'stop';
+
+export interface SimulatorFault {
+  route: SimulatorRoute;
+  /** Default 1. */
+  times?: number;
+  /** Answered instead of the real handler (after auth); the request body is read and discarded first. */
+  response?: { status: number; headers?: Record<string, string>; body?: string };
+  /** Destroy the socket without answering (after the request body was read). */
+  destroy?: boolean;
+}
+
+export interface HermesSimulator {
+  /** 'http://127.0.0.1:<port>' (no trailing slash). */
+  readonly url: string;
+  readonly port: number;
+  readonly profile: SimulatorProfile;
+  /** Every request received, in order (including rejected ones). */
+  readonly requests: RecordedRequest[];
+  /** Every run created since start (restarts and sweeps included), in creation order. */
+  runs(): SimulatedRun[];
+  run(runId: string): SimulatedRun | undefined;
+  /** Number of runs actually created by POST /v1/runs. */
+  startCount(): number;
+  injectFault(fault: SimulatorFault): void;
+  /** Simulate a process restart (see the README of the simulator in index.ts). */
+  restart(): void;
+  /** Run one sweep pass now. */
+  sweep(): void;
+  close(): Promise<void>;
+}

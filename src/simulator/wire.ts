@@ -1,0 +1,123 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { pyJson } from './py-json.js';
+
+export const MAX_BODY_BYTES = 10_000_000;
+
+const SECURITY_HEADERS: ReadonlyArray<readonly [string, string]> = [
+  ['Content-Security-Policy', "default-src 'none'; frame-ancestors 'none'"],
+  ['Permissions-Policy', 'camera=(), microphone=(), geolocation=()'],
+  ['Strict-Transport-Security', 'max-age=31536000; includeSubDomains'],
+  ['X-Content-Type-Options', 'nosniff'],
+  ['X-Frame-Options', 'DENY'],
+  ['X-XSS-Protection', '0'],
+  ['Referrer-Policy', 'no-referrer'],
+];
+
+export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
+const TEXT_CONTENT_TYPE = 'text/plain; charset=utf-8';
+
+export type HeaderList = Array<readonly [string, string]>;
+
+/** Node keeps the case and order given to setHeader, which keeps answers close to the captures. */
+export function applyHeaders(res: ServerResponse, headers: ReadonlyArray<readonly [string, string]>): void {
+  for (const [name, value] of headers) res.setHeader(name, value);
+}
+
+export function applySecurityHeaders(res: ServerResponse): void {
+  applyHeaders(res, SECURITY_HEADERS);
+}
+
+export function sendBody(res: ServerResponse, status: number, body: string, headers: HeaderList = []): void {
+  if (res.headersSent || res.destroyed) return;
+  applyHeaders(res, headers);
+  const bytes = Buffer.from(body, 'utf8');
+  res.setHeader('Content-Length', String(bytes.length));
+  res.writeHead(status);
+  res.end(bytes);
+}
+
+export function sendJson(res: ServerResponse, status: number, value: unknown, headers: HeaderList = []): void {
+  sendBody(res, status, pyJson(value), [['Content-Type', JSON_CONTENT_TYPE], ...headers]);
+}
+
+/** aiohttp's plain-text answers (`404: Not Found`, `405: Method Not Allowed`). */
+export function sendHttpText(res: ServerResponse, status: number, text: string, headers: HeaderList = []): void {
+  sendBody(res, status, text, [['Content-Type', TEXT_CONTENT_TYPE], ...headers]);
+}
+
+/** What aiohttp answers when a handler raises (e.g. `body.get` on a JSON array). */
+export function sendUnhandledError(res: ServerResponse): void {
+  res.setHeader('Connection', 'close');
+  sendHttpText(res, 500, '500 Internal Server Error\n\nServer got itself in trouble');
+}
+
+/** `_openai_error(message, err_type, param=None, code)`. */
+export function openAiError(message: string, code: string | null = null, type = 'invalid_request_error'): unknown {
+  return { error: { message, type, param: null, code } };
+}
+
+export function runNotFound(runId: string): unknown {
+  return openAiError(`Run not found: ${runId}`, 'run_not_found');
+}
+
+/** The 401 body has no `param` key. */
+export const INVALID_API_KEY = { error: { message: 'Invalid API key', type: 'invalid_request_error', code: 'invalid_api_key' } };
+
+export interface CollectedBody {
+  /** False when the client went away before the body ended. */
+  complete: boolean;
+  /** True when more than MAX_BODY_BYTES arrived; the excess was discarded. */
+  overflow: boolean;
+  bytes: Buffer;
+}
+
+/**
+ * Starts draining the request body at once, buffering at most MAX_BODY_BYTES.
+ * Handlers that answer without the body (401, 413, the 429 gate) simply never await it.
+ */
+export function collectBody(req: IncomingMessage): Promise<CollectedBody> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let overflow = false;
+    const finish = (complete: boolean): void => {
+      resolve({ complete, overflow, bytes: overflow ? Buffer.alloc(0) : Buffer.concat(chunks) });
+    };
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) {
+        overflow = true;
+        chunks.length = 0;
+      } else if (!overflow) {
+        chunks.push(chunk);
+      }
+    });
+    req.once('end', () => finish(true));
+    req.once('error', () => finish(false));
+    req.once('close', () => finish(req.complete));
+  });
+}
+
+export type ParsedJson = { kind: 'object'; value: Record<string, unknown> } | { kind: 'non-object'; value: unknown } | { kind: 'invalid' };
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/** Like aiohttp's `await request.json()`: UTF-8 text then `json.loads`. */
+export function parseJsonBody(body: CollectedBody): ParsedJson {
+  if (body.overflow) return { kind: 'invalid' };
+  let value: unknown;
+  try {
+    value = JSON.parse(strictUtf8.decode(body.bytes));
+  } catch {
+    return { kind: 'invalid' };
+  }
+  if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+    return { kind: 'object', value: value as Record<string, unknown> };
+  }
+  return { kind: 'non-object', value };
+}
+
+export function headerValue(req: IncomingMessage, name: string): string | undefined {
+  const value = req.headers[name];
+  return Array.isArray(value) ? value.join(', ') : value;
+}
