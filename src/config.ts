@@ -174,7 +174,7 @@ function resolveLimits(limits: unknown): ResolvedLimits {
   if (!isPlainObject(limits)) throw new ConnectorConfigError('invalid_limits', 'options.limits must be an object');
   const merged: Record<string, unknown> = { ...DEFAULT_LIMITS };
   for (const [key, value] of Object.entries(limits)) {
-    if (!(key in DEFAULT_LIMITS)) throw new ConnectorConfigError('unknown_option', `options.limits has unknown field \`${safeName(key)}\``);
+    if (!Object.hasOwn(DEFAULT_LIMITS, key)) throw new ConnectorConfigError('unknown_option', `options.limits has unknown field \`${safeName(key)}\``);
     if (value !== undefined) merged[key] = value;
   }
   const resolved = merged as unknown as ResolvedLimits;

@@ -100,7 +100,7 @@ async function invokePipeline(deps: PipelineDeps, rawAction: unknown, rawContext
         httpStatus = status;
       },
     };
-    outcome = checkOutput(entry, await OPERATIONS[entry.operation].execute(call));
+    outcome = checkOutput(entry, await OPERATIONS[entry.operation].execute(call), httpStatus);
   } catch (error) {
     outcome = failedOutcome(error, dispatched);
   }
@@ -128,12 +128,12 @@ function checkInput(entry: CapabilityEntry, input: unknown): Record<string, unkn
 }
 
 /** A provider answer that does not match the operation's output schema is not passed on as a success. */
-function checkOutput(entry: CapabilityEntry, outcome: OperationOutcome): OperationOutcome {
+function checkOutput(entry: CapabilityEntry, outcome: OperationOutcome, httpStatus: number | undefined): OperationOutcome {
   if (outcome.output === undefined || entry.schemas.validateOutput(outcome.output)) return outcome;
   const failure = new HermesFailure(
     'invalid_response',
     `Hermes endpoint \`${entry.endpoint.id}\` answered \`${entry.operation}\` with an unexpected shape: ${describeSchemaErrors(entry.schemas.validateOutput.errors)}`,
-    { effect: 'maybe' },
+    { effect: 'maybe', remoteStatus: httpStatus },
   );
   return { status: 'failed', failure };
 }

@@ -133,12 +133,16 @@ export function providerCodeOf(body: unknown): string | undefined {
   return typeof code === 'string' && PROVIDER_CODE.test(code) ? code : undefined;
 }
 
-/** `Retry-After` as milliseconds: delta-seconds or an HTTP date. */
+/** An IMF-fixdate, the HTTP date form servers send (RFC 9110 §5.6.7). */
+const HTTP_DATE = /^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d{2}:\d{2}:\d{2} GMT$/;
+
+/** `Retry-After` as milliseconds: delta-seconds or an HTTP date; anything else is no hint at all. */
 export function parseRetryAfter(value: string | string[] | undefined, now: number): number | undefined {
   const raw = Array.isArray(value) ? value[0] : value;
   if (raw === undefined) return undefined;
   const trimmed = raw.trim();
   if (/^\d{1,9}$/.test(trimmed)) return Number(trimmed) * 1000;
+  if (!HTTP_DATE.test(trimmed)) return undefined;
   const date = Date.parse(trimmed);
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }

@@ -37,7 +37,8 @@ export function buildHeaders({ endpoint, action, context, accept, hasBody, sessi
     }
     headers[name.toLowerCase()] = value;
   };
-  set('Idempotency-Key', action.idempotency_key);
+  // An empty key is no key (the gates treat it as missing where one is required).
+  set('Idempotency-Key', action.idempotency_key || undefined);
   set('X-Hermes-Session-Key', sessionKey);
   set('X-AIP-Principal-Id', context.actor?.principalId);
   set('X-AIP-Authentication-Issuer', context.actor?.issuer);

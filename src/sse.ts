@@ -11,7 +11,7 @@ export interface SseDecoderLimits {
 
 const LF = 0x0a;
 const CR = 0x0d;
-/** Two line terminators in a row end a frame: LF LF, CR CR, or LF CR (which also covers CRLF CRLF). */
+/** Two line terminators in a row end a frame: LF LF, CR CR, or LF CR (which also covers CRLF CRLF). Each is two bytes. */
 const FRAME_ENDS = [Buffer.from('\n\n'), Buffer.from('\r\r'), Buffer.from('\n\r')];
 
 /**
@@ -31,6 +31,7 @@ export class SseDecoder {
   #bytesRead = 0;
   #pendingFrameBytes = 0;
   #lastByte = -1;
+  #swallowLeadingLf = false;
   #failure: HermesFailure | undefined;
 
   constructor(limits: SseDecoderLimits, endpointId: string) {
@@ -54,22 +55,50 @@ export class SseDecoder {
     } catch {
       throw this.#invalid('an event stream that is not valid UTF-8');
     }
-    this.#parser.feed(text);
+    // eventsource-parser holds a final CR back in case LF follows. Completing it as CRLF now, and
+    // dropping that LF if it does come, delivers a CR-terminated frame without waiting for more bytes.
+    if (this.#swallowLeadingLf && text.startsWith('\n')) text = text.slice(1);
+    this.#swallowLeadingLf = text.endsWith('\r');
+    this.#parser.feed(this.#swallowLeadingLf ? `${text}\n` : text);
+    return this.#drain();
+  }
+
+  #drain(): SseItem[] {
     if (this.#failure) throw this.#failure;
     const items = this.#items;
     this.#items = [];
     return items;
   }
 
+  /** Measures every frame in the chunk, complete or not, against the frame limit. */
   #trackFrameBytes(chunk: Uint8Array): void {
     const buffer = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
     if (buffer.length === 0) return;
-    const frameEnd = lastFrameEnd(buffer, this.#lastByte);
-    this.#pendingFrameBytes = frameEnd === -1 ? this.#pendingFrameBytes + buffer.length : buffer.length - frameEnd;
-    this.#lastByte = buffer[buffer.length - 1] ?? -1;
-    if (this.#pendingFrameBytes > this.#limits.maxFrameBytes) {
-      throw this.#invalid(`an SSE frame larger than ${this.#limits.maxFrameBytes} bytes`);
+    let start = 0;
+    if (endsFrameAcrossChunks(this.#lastByte, buffer[0])) {
+      this.#pendingFrameBytes = 0;
+      start = 1;
     }
+    const next = FRAME_ENDS.map((pattern) => buffer.indexOf(pattern, start));
+    for (;;) {
+      let end = Infinity;
+      for (let i = 0; i < FRAME_ENDS.length; i++) {
+        let at = next[i] as number;
+        if (at !== -1 && at < start) next[i] = at = buffer.indexOf(FRAME_ENDS[i] as Buffer, start);
+        if (at !== -1) end = Math.min(end, at + 2);
+      }
+      if (end === Infinity) break;
+      this.#checkFrameSize(this.#pendingFrameBytes + end - start);
+      this.#pendingFrameBytes = 0;
+      start = end;
+    }
+    this.#pendingFrameBytes += buffer.length - start;
+    this.#checkFrameSize(this.#pendingFrameBytes);
+    this.#lastByte = buffer[buffer.length - 1] ?? -1;
+  }
+
+  #checkFrameSize(bytes: number): void {
+    if (bytes > this.#limits.maxFrameBytes) throw this.#invalid(`an SSE frame larger than ${this.#limits.maxFrameBytes} bytes`);
   }
 
   #onMessage(message: EventSourceMessage): void {
@@ -105,16 +134,9 @@ export class SseDecoder {
   }
 }
 
-/** Offset just past the last frame end in `buffer` (which may begin right after `previousByte`), or -1. */
-function lastFrameEnd(buffer: Buffer, previousByte: number): number {
-  let end = -1;
-  for (const pattern of FRAME_ENDS) {
-    const at = buffer.lastIndexOf(pattern);
-    if (at !== -1) end = Math.max(end, at + pattern.length);
-  }
-  const first = buffer[0];
-  const straddles = isTerminator(previousByte) && isTerminator(first) && !(previousByte === CR && first === LF);
-  return end === -1 && straddles ? 1 : end;
+/** A frame end split between chunks: a terminator, then another one (CR then LF is a single CRLF). */
+function endsFrameAcrossChunks(previous: number, first: number | undefined): boolean {
+  return isTerminator(previous) && isTerminator(first) && !(previous === CR && first === LF);
 }
 
 function isTerminator(byte: number | undefined): boolean {

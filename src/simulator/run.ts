@@ -227,7 +227,9 @@ export function killRun(run: RunState): void {
 
 /** Runs a script to its end: queued → running → steps → terminal status. */
 export async function executeRun(env: RunEnvironment, run: RunState, steps: RunStep[]): Promise<void> {
-  await env.timers.delay(0, run.interrupt.signal);
+  // Like Hermes' background task: `running` one loop turn after the 202 was written,
+  // before the client can read that 202.
+  await new Promise((resolve) => setImmediate(resolve));
   if (!mayProceed(env, run)) return;
   run.touch('running');
   for (const [index, step] of steps.entries()) {

@@ -1,0 +1,182 @@
+import { getEventListeners, once, setMaxListeners } from 'node:events';
+import { describe, expect, it } from 'vitest';
+import { CallScope, type CallScopeOptions } from '../src/call-scope.js';
+
+const HOUR = 3_600_000;
+
+function scope(overrides: Partial<CallScopeOptions> = {}): CallScope {
+  return new CallScope({ signal: undefined, closeSignal: new AbortController().signal, deadline: undefined, timeoutMs: undefined, now: Date.now, ...overrides });
+}
+
+function abortedSignal(): AbortSignal {
+  const controller = new AbortController();
+  controller.abort();
+  return controller.signal;
+}
+
+const listeners = (signal: AbortSignal) => getEventListeners(signal, 'abort').length;
+
+describe('CallScope causes', () => {
+  it('starts unaborted without a cause', () => {
+    const s = scope({ signal: new AbortController().signal, deadline: Date.now() + HOUR, timeoutMs: HOUR });
+    expect(s.signal.aborted).toBe(false);
+    expect(s.cause).toBeUndefined();
+    s.dispose();
+  });
+
+  it('a pre-aborted caller signal aborts at once with cause cancelled', () => {
+    const s = scope({ signal: abortedSignal(), deadline: Date.now() - 1, timeoutMs: 0 });
+    expect(s.signal.aborted).toBe(true);
+    expect(s.cause).toBe('cancelled');
+  });
+
+  it('a pre-aborted close signal aborts at once with cause closed', () => {
+    const s = scope({ closeSignal: abortedSignal() });
+    expect(s.signal.aborted).toBe(true);
+    expect(s.cause).toBe('closed');
+  });
+
+  it('the caller signal wins over the close signal when both are aborted', () => {
+    expect(scope({ signal: abortedSignal(), closeSignal: abortedSignal() }).cause).toBe('cancelled');
+  });
+
+  it('a caller abort later gives cause cancelled', () => {
+    const controller = new AbortController();
+    const s = scope({ signal: controller.signal, timeoutMs: HOUR });
+    controller.abort();
+    expect(s.signal.aborted).toBe(true);
+    expect(s.cause).toBe('cancelled');
+    expect(listeners(controller.signal)).toBe(0);
+  });
+
+  it('closing the connector later gives cause closed', () => {
+    const close = new AbortController();
+    const caller = new AbortController();
+    const s = scope({ signal: caller.signal, closeSignal: close.signal, timeoutMs: HOUR });
+    close.abort();
+    expect(s.signal.aborted).toBe(true);
+    expect(s.cause).toBe('closed');
+    // The first cause sticks.
+    caller.abort();
+    expect(s.cause).toBe('closed');
+    expect(listeners(caller.signal)).toBe(0);
+  });
+
+  it('a deadline in the past aborts immediately with cause deadline', () => {
+    const now = 1_800_000_000_000;
+    const s = scope({ deadline: now - 1, timeoutMs: HOUR, now: () => now });
+    expect(s.signal.aborted).toBe(true);
+    expect(s.cause).toBe('deadline');
+  });
+
+  it('a deadline equal to now aborts immediately with cause deadline', () => {
+    const now = 1_800_000_000_000;
+    const s = scope({ deadline: now, now: () => now });
+    expect(s.signal.aborted).toBe(true);
+    expect(s.cause).toBe('deadline');
+  });
+
+  it('a timeout shorter than the deadline fires with cause timeout', async () => {
+    const s = scope({ deadline: Date.now() + HOUR, timeoutMs: 1 });
+    expect(s.signal.aborted).toBe(false);
+    await once(s.signal, 'abort');
+    expect(s.cause).toBe('timeout');
+  });
+
+  it('a deadline sooner than the timeout fires with cause deadline', async () => {
+    const s = scope({ deadline: Date.now() + 2, timeoutMs: HOUR });
+    await once(s.signal, 'abort');
+    expect(s.cause).toBe('deadline');
+  });
+
+  it('a timeout with no deadline fires with cause timeout', async () => {
+    const s = scope({ timeoutMs: 1 });
+    await once(s.signal, 'abort');
+    expect(s.cause).toBe('timeout');
+  });
+
+  it('the abort reason names the cause', async () => {
+    const s = scope({ timeoutMs: 1 });
+    await once(s.signal, 'abort');
+    expect(s.signal.reason).toBeInstanceOf(Error);
+    expect((s.signal.reason as Error).message).toBe('aborted: timeout');
+  });
+
+  it('dispose cancels the timer: a disposed scope never aborts', async () => {
+    const s = scope({ timeoutMs: 1 });
+    s.dispose();
+    const sentinel = scope({ timeoutMs: 5 });
+    await once(sentinel.signal, 'abort');
+    expect(s.signal.aborted).toBe(false);
+    expect(s.cause).toBeUndefined();
+  });
+
+  it('dispose detaches the caller signal: a later abort leaves the scope alone', () => {
+    const controller = new AbortController();
+    const s = scope({ signal: controller.signal });
+    s.dispose();
+    controller.abort();
+    expect(s.signal.aborted).toBe(false);
+    expect(s.cause).toBeUndefined();
+  });
+
+  it('dispose is idempotent', () => {
+    const s = scope({ signal: new AbortController().signal, timeoutMs: HOUR });
+    s.dispose();
+    expect(() => s.dispose()).not.toThrow();
+  });
+});
+
+describe('listeners on long-lived signals', () => {
+  it('each scope adds one listener to the caller and close signals, and dispose removes it', () => {
+    const caller = new AbortController();
+    const close = new AbortController();
+    const s = scope({ signal: caller.signal, closeSignal: close.signal });
+    expect(listeners(caller.signal)).toBe(1);
+    expect(listeners(close.signal)).toBe(1);
+    s.dispose();
+    expect(listeners(caller.signal)).toBe(0);
+    expect(listeners(close.signal)).toBe(0);
+  });
+
+  it('1000 scopes on one caller signal and one close signal leave no listener after dispose', () => {
+    const caller = new AbortController();
+    const close = new AbortController();
+    // 1000 live scopes at once are intended here; silence Node's leak heuristic for these two signals.
+    setMaxListeners(2000, caller.signal, close.signal);
+    const scopes = Array.from({ length: 1000 }, () => scope({ signal: caller.signal, closeSignal: close.signal, deadline: Date.now() + HOUR, timeoutMs: HOUR }));
+    expect(listeners(caller.signal)).toBe(1000);
+    expect(listeners(close.signal)).toBe(1000);
+    for (const s of scopes) s.dispose();
+    expect(listeners(caller.signal)).toBe(0);
+    expect(listeners(close.signal)).toBe(0);
+    expect(scopes.every((s) => !s.signal.aborted && s.cause === undefined)).toBe(true);
+  });
+
+  it('a scope that aborted on its own (deadline) detaches itself from the long-lived signals', () => {
+    const caller = new AbortController();
+    const close = new AbortController();
+    const now = 1_800_000_000_000;
+    for (let i = 0; i < 100; i += 1) scope({ signal: caller.signal, closeSignal: close.signal, deadline: now - 1, now: () => now });
+    expect(listeners(caller.signal)).toBe(0);
+    expect(listeners(close.signal)).toBe(0);
+  });
+
+  it('a scope that timed out detaches itself without dispose', async () => {
+    const caller = new AbortController();
+    const close = new AbortController();
+    const s = scope({ signal: caller.signal, closeSignal: close.signal, timeoutMs: 1 });
+    expect(listeners(caller.signal)).toBe(1);
+    await once(s.signal, 'abort');
+    expect(listeners(caller.signal)).toBe(0);
+    expect(listeners(close.signal)).toBe(0);
+  });
+
+  it('a scope cancelled by the close signal detaches from the caller signal', () => {
+    const caller = new AbortController();
+    const close = new AbortController();
+    scope({ signal: caller.signal, closeSignal: close.signal });
+    close.abort();
+    expect(listeners(caller.signal)).toBe(0);
+  });
+});
