@@ -91,6 +91,13 @@ interface IdempotencyRecord {
   createdAt: number;
 }
 
+interface IdempotencyClaim {
+  key: string;
+  fingerprint: string;
+}
+
+type IdempotencyStep = { kind: 'answered' } | { kind: 'go-on'; parsed?: ParsedJson; idempotency?: IdempotencyClaim };
+
 interface ArmedFault {
   fault: SimulatorFault;
   remaining: number;
@@ -250,7 +257,7 @@ class HermesSimulatorServer implements HermesSimulator {
     }
   }
 
-  // ---- request pipeline: record → CORS → body limit → security headers → route → auth → fault → handler
+  // ---- request pipeline: record → security headers → CORS → body limit → route → auth → fault → handler
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const body = this.record(req);
@@ -351,42 +358,51 @@ class HermesSimulatorServer implements HermesSimulator {
       return sendJson(res, 400, { error: { message: session.message, type: 'invalid_request_error' } });
     }
     const sessionHeaders: HeaderList = session.key === undefined ? [] : [['X-Hermes-Session-Key', session.key]];
-    let parsed: ParsedJson | undefined;
-    let idempotency: { key: string; fingerprint: string } | undefined;
-    if (this.profile === 'later') {
-      const keyCheck = checkIdempotencyKey(req);
-      if (keyCheck.kind === 'invalid') {
-        return sendJson(res, 400, openAiError('Idempotency-Key must be 1-255 visible ASCII characters', 'invalid_idempotency_key'));
-      }
-      if (keyCheck.kind === 'ok') {
-        // The replay must work even when the gate is full, so the body is read first here.
-        const collected = await exchange.body;
-        if (!collected.complete) return;
-        parsed = parseJsonBody(collected);
-        if (parsed.kind === 'invalid') return sendJson(res, 400, openAiError('Invalid JSON'));
-        idempotency = { key: keyCheck.key, fingerprint: pyJson({ body: parsed.value, session_key: session.key ?? null }, { sortKeys: true }) };
-        const record = this.idempotency.get(keyCheck.key);
-        if (record) return this.answerIdempotentRepeat(res, record, idempotency.fingerprint, sessionHeaders);
-      }
-    }
+    const early = this.profile === 'later' ? await this.idempotencyStep(exchange, session.key, sessionHeaders) : { kind: 'go-on' as const };
+    if (early.kind === 'answered') return;
     if (this.gateIsFull()) {
       const message = `Too many concurrent runs (max ${this.options.maxConcurrentRuns})`;
       return sendJson(res, 429, openAiError(message, 'rate_limit_exceeded', 'rate_limit_error'), [['Retry-After', '1']]);
     }
-    if (parsed === undefined) {
-      const collected = await exchange.body;
-      if (!collected.complete) return;
-      parsed = parseJsonBody(collected);
-    }
+    const parsed = early.parsed ?? (await this.readJson(exchange));
+    if (parsed === undefined) return;
     if (parsed.kind === 'invalid') return sendJson(res, 400, openAiError('Invalid JSON'));
     if (parsed.kind === 'non-object') return sendUnhandledError(res);
     const check = checkRunRequest(parsed.value);
     if (check.kind === 'unhandled') return sendUnhandledError(res);
     if (check.kind === 'bad-request') return sendJson(res, 400, openAiError(check.message));
-    const run = this.createRun(parsed.value, check.userMessage, idempotency);
+    const run = this.createRun(parsed.value, check.userMessage, early.idempotency);
     const answer: Record<string, unknown> = { run_id: run.id, status: 'started' };
     if (this.profile === 'later') answer['replayed'] = false;
     sendJson(res, 202, answer, sessionHeaders);
+  }
+
+  /** The parsed body, or undefined when the client went away before sending all of it. */
+  private async readJson(exchange: Exchange): Promise<ParsedJson | undefined> {
+    const collected = await exchange.body;
+    return collected.complete ? parseJsonBody(collected) : undefined;
+  }
+
+  /**
+   * `later` only: validates `Idempotency-Key` and answers a repeated key (replay or conflict).
+   * A replay must work even when the gate is full, so with a key the body is read before the gate.
+   */
+  private async idempotencyStep(exchange: Exchange, sessionKey: string | undefined, sessionHeaders: HeaderList): Promise<IdempotencyStep> {
+    const { req, res } = exchange;
+    const keyCheck = checkIdempotencyKey(req);
+    if (keyCheck.kind === 'absent') return { kind: 'go-on' };
+    if (keyCheck.kind === 'invalid') {
+      sendJson(res, 400, openAiError('Idempotency-Key must be 1-255 visible ASCII characters', 'invalid_idempotency_key'));
+      return { kind: 'answered' };
+    }
+    const parsed = await this.readJson(exchange);
+    if (parsed === undefined) return { kind: 'answered' };
+    if (parsed.kind === 'invalid') return { kind: 'go-on', parsed };
+    const fingerprint = pyJson({ body: parsed.value, session_key: sessionKey ?? null }, { sortKeys: true });
+    const record = this.idempotency.get(keyCheck.key);
+    if (!record) return { kind: 'go-on', parsed, idempotency: { key: keyCheck.key, fingerprint } };
+    this.answerIdempotentRepeat(res, record, fingerprint, sessionHeaders);
+    return { kind: 'answered' };
   }
 
   private answerIdempotentRepeat(res: ServerResponse, record: IdempotencyRecord, fingerprint: string, sessionHeaders: HeaderList): void {
@@ -408,7 +424,7 @@ class HermesSimulatorServer implements HermesSimulator {
     return count >= limit;
   }
 
-  private createRun(body: Record<string, unknown>, userMessage: unknown, idempotency: { key: string; fingerprint: string } | undefined): RunState {
+  private createRun(body: Record<string, unknown>, userMessage: unknown, idempotency: IdempotencyClaim | undefined): RunState {
     const steps = this.options.script ? this.options.script(body) : defaultScript(body, userMessage);
     const id = `run_${randomUUID().replaceAll('-', '')}`;
     const stream = new RunStream(this.timers);

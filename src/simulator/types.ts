@@ -105,7 +105,11 @@ export interface HermesSimulator {
   /** Number of runs actually created by POST /v1/runs. */
   startCount(): number;
   injectFault(fault: SimulatorFault): void;
-  /** Simulate a process restart (see the README of the simulator in index.ts). */
+  /**
+   * Simulate a process restart: live runs stop silently and every open connection drops.
+   * Pin: all run state is forgotten (every id answers 404). Later: idempotency records and
+   * terminal statuses survive; unsettled runs become `interrupted`.
+   */
   restart(): void;
   /** Run one sweep pass now. */
   sweep(): void;
