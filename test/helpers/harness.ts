@@ -54,10 +54,12 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const checked = async (
     call: (action: AipAction, context: ExecutionContext) => Promise<AipActionResult | null>,
     partial: Partial<AipAction> & { capability_id: string; input: unknown },
-    context?: ExecutionContext,
+    context: ExecutionContext | undefined,
+    mode: 'invoke' | 'cancel',
   ): Promise<AipActionResult | null> => {
     const action = { id: nextId(), ...partial } as AipAction;
-    const streaming = action.capability_id.endsWith(':run_events');
+    // cancel() answers with a run_stop result, which streams nothing.
+    const streaming = mode === 'invoke' && action.capability_id.endsWith(':run_events');
     const result = await call(action, streaming ? withChunkCheck(action.id, context) : (context ?? {}));
     if (result === null) return null;
     assertMatches('aip/action-result.schema.json', result);
@@ -68,7 +70,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       assertStreamShape(chunks.get(action.id) ?? [], result);
     }
     if (result.output !== undefined && action.capability_id.startsWith('cap:hermes_agent:')) {
-      const operation = action.capability_id.slice(action.capability_id.lastIndexOf(':') + 1);
+      const operation = mode === 'cancel' ? 'run_stop' : action.capability_id.slice(action.capability_id.lastIndexOf(':') + 1);
       if (result.status === 'completed' || operation === 'run_events') assertMatches(`operations/${operation}.output.schema.json`, result.output);
     }
     return result;
@@ -79,8 +81,8 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     connector,
     chunks,
     cap,
-    invoke: async (action, context) => (await checked((a, c) => connector.invoke(a, c), action, context)) as AipActionResult,
-    cancel: (action, context) => checked((a, c) => connector.cancel(a, c), action, context),
+    invoke: async (action, context) => (await checked((a, c) => connector.invoke(a, c), action, context, 'invoke')) as AipActionResult,
+    cancel: (action, context) => checked((a, c) => connector.cancel(a, c), action, context, 'cancel'),
     async startRun(body, extra = {}) {
       const input: Record<string, unknown> = { body };
       if (extra.session_key !== undefined) input.session_key = extra.session_key;

@@ -1,0 +1,171 @@
+/**
+ * The connector against both simulator profiles: `pin` (the pinned Hermes revision: state in
+ * memory only, one SSE subscription per run) and `later` (§9 of the Hermes reference:
+ * Idempotency-Key on runs, `replayed`, `interrupted` after a restart, stop on terminal runs).
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import type { AipActionResult, ExecutionContext } from 'aip-connector-hermes-agent';
+import { eventually, grantFor, nextId, script, startHarness, type Harness, type HarnessOptions } from '../helpers/harness.js';
+
+const PREFIX = 'connector.hermes_agent.';
+const RUN_ID = /^run_[0-9a-f]{32}$/;
+
+const harnesses: Harness[] = [];
+afterEach(async () => {
+  await Promise.all(harnesses.splice(0).map((harness) => harness.close()));
+});
+
+async function harness(options: HarnessOptions = {}): Promise<Harness> {
+  const started = await startHarness({ ...options, simulator: { streamLookupMs: 100, ...options.simulator } });
+  harnesses.push(started);
+  return started;
+}
+
+function expectFailure(result: AipActionResult, expected: { code: string; remote_status: number; provider_code: string; operation: string }): void {
+  expect(result.status, JSON.stringify(result.error)).toBe('failed');
+  expect(result.error?.code).toBe(PREFIX + expected.code);
+  expect(result.error?.category).toBe('permanent');
+  expect(result.error?.retryable).toBe(false);
+  expect(result.error?.details?.uncertain_outcome).toBe(false);
+  expect(result.error?.details?.remote_status).toBe(expected.remote_status);
+  expect(result.error?.details?.provider_code).toBe(expected.provider_code);
+  expect(result.error?.details?.operation).toBe(expected.operation);
+}
+
+const start = (h: Harness, body: Record<string, unknown>, idempotencyKey: string, context?: ExecutionContext) =>
+  h.invoke({ capability_id: h.cap('run_start'), input: { body }, idempotency_key: idempotencyKey }, context);
+const status = (h: Harness, runId: string, context?: ExecutionContext) => h.invoke({ capability_id: h.cap('run_status'), input: { run_id: runId } }, context);
+const events = (h: Harness, runId: string, context?: ExecutionContext) => h.invoke({ capability_id: h.cap('run_events'), input: { run_id: runId } }, context);
+const stop = (h: Harness, runId: string) =>
+  h.invoke({ capability_id: h.cap('run_stop'), input: { run_id: runId }, idempotency_key: nextId('key') }, { approval: grantFor({ run_id: runId }) });
+
+async function waitForStatus(h: Harness, runId: string, wanted: string): Promise<void> {
+  await eventually(() => h.sim.run(runId)?.status === wanted || undefined, `run ${runId} ${wanted} (now ${h.sim.run(runId)?.status})`);
+}
+
+/** A restart drops every connection; wait until a request gets through again (bounded, not timed). */
+async function restart(h: Harness): Promise<void> {
+  h.sim.restart();
+  await eventually(async () => (await status(h, `run_${'f'.repeat(32)}`)).error?.code === `${PREFIX}not_found` || undefined, 'the simulator to answer after its restart');
+}
+
+describe('later profile', () => {
+  const later: HarnessOptions = { simulator: { profile: 'later' } };
+
+  it('the 202 body carries replayed:false and passes output validation', async () => {
+    const h = await harness(later);
+    const result = await start(h, { input: 'hi', sim_script: script.quick() }, nextId('key'));
+    expect(result.status, JSON.stringify(result.error)).toBe('completed');
+    expect(result.output).toEqual({ run_id: expect.stringMatching(RUN_ID), status: 'started', replayed: false });
+    expect(result.receipt?.http_status).toBe(202);
+  });
+
+  it('forwards Idempotency-Key: same key and body → the same run; another body → conflict', async () => {
+    const h = await harness(later);
+    const key = nextId('idem');
+    const body = { input: 'hi', sim_script: script.long() };
+    const first = await start(h, body, key);
+    expect(first.status, JSON.stringify(first.error)).toBe('completed');
+    const runId = (first.output as { run_id: string }).run_id;
+    expect(h.sim.run(runId)?.idempotencyKey).toBe(key);
+
+    const second = await start(h, structuredClone(body), key);
+    expect(second.status, JSON.stringify(second.error)).toBe('completed');
+    expect((second.output as { run_id: string }).run_id).toBe(runId);
+    expect(h.sim.startCount()).toBe(1);
+
+    const third = await start(h, { ...body, input: 'something else' }, key);
+    expectFailure(third, { code: 'conflict', remote_status: 409, provider_code: 'idempotency_key_conflict', operation: 'run_start' });
+    expect(h.sim.startCount()).toBe(1);
+
+    const starts = h.sim.requests.filter((request) => request.method === 'POST' && request.rawPath === '/v1/runs');
+    expect(starts.length).toBeGreaterThanOrEqual(2);
+    for (const request of starts) expect(request.headers['idempotency-key']).toBe(key);
+  });
+
+  it('the same key with another session_key is a conflict too (the fingerprint covers the header)', async () => {
+    const h = await harness(later);
+    const key = nextId('idem');
+    const body = { input: 'hi', sim_script: script.long() };
+    const first = await h.invoke({ capability_id: h.cap('run_start'), input: { body, session_key: 'scope-a' }, idempotency_key: key });
+    expect(first.status, JSON.stringify(first.error)).toBe('completed');
+    const second = await h.invoke({ capability_id: h.cap('run_start'), input: { body, session_key: 'scope-b' }, idempotency_key: key });
+    expectFailure(second, { code: 'conflict', remote_status: 409, provider_code: 'idempotency_key_conflict', operation: 'run_start' });
+  });
+
+  it('stop on a finished run returns completed with the status object', async () => {
+    const h = await harness(later);
+    const runId = await h.startRun({ input: 'hi', sim_script: script.quick('All done') });
+    await waitForStatus(h, runId, 'completed');
+    const result = await stop(h, runId);
+    expect(result.status, JSON.stringify(result.error)).toBe('completed');
+    expect(result.output).toMatchObject({ object: 'hermes.run', run_id: runId, status: 'completed', output: 'All done' });
+  });
+
+  it('after a restart a non-terminal run reads interrupted and stop is a conflict (run_not_active)', async () => {
+    const h = await harness(later);
+    const live = await h.startRun({ input: 'hi', sim_script: script.long() });
+    const done = await h.startRun({ input: 'hi', sim_script: script.quick() });
+    await waitForStatus(h, live, 'running');
+    await waitForStatus(h, done, 'completed');
+    await restart(h);
+
+    const read = await status(h, live);
+    expect(read.status, JSON.stringify(read.error)).toBe('completed');
+    expect(read.output).toMatchObject({ run_id: live, status: 'interrupted' });
+    expect(typeof (read.output as { error?: unknown }).error).toBe('string');
+
+    const kept = await status(h, done);
+    expect(kept.status).toBe('completed');
+    expect(kept.output).toMatchObject({ run_id: done, status: 'completed' });
+
+    expectFailure(await stop(h, live), { code: 'conflict', remote_status: 409, provider_code: 'run_not_active', operation: 'run_stop' });
+  });
+});
+
+describe('pin profile', () => {
+  it('the 202 body has no replayed field', async () => {
+    const h = await harness();
+    const result = await start(h, { input: 'hi', sim_script: script.quick() }, nextId('key'));
+    expect(result.status, JSON.stringify(result.error)).toBe('completed');
+    expect(result.output).toEqual({ run_id: expect.stringMatching(RUN_ID), status: 'started' });
+  });
+
+  it('after a restart every run id answers not_found', async () => {
+    const h = await harness();
+    const done = await h.startRun({ input: 'hi', sim_script: script.quick() });
+    const live = await h.startRun({ input: 'hi', sim_script: script.long() });
+    await waitForStatus(h, done, 'completed');
+    await restart(h);
+    for (const runId of [done, live]) {
+      expectFailure(await status(h, runId), { code: 'not_found', remote_status: 404, provider_code: 'run_not_found', operation: 'run_status' });
+    }
+    expectFailure(await stop(h, live), { code: 'not_found', remote_status: 404, provider_code: 'run_not_found', operation: 'run_stop' });
+  });
+
+  it('a second events subscription after the first ended is not_found', async () => {
+    const h = await harness();
+    const runId = await h.startRun({ input: 'hi', sim_script: script.quick() });
+    const first = await events(h, runId);
+    expect(first.status, JSON.stringify(first.error)).toBe('completed');
+    expect((first.output as { terminal_event: string }).terminal_event).toBe('run.completed');
+    const second = await events(h, runId);
+    expectFailure(second, { code: 'not_found', remote_status: 404, provider_code: 'run_not_found', operation: 'run_events' });
+    // The status outlives the stream.
+    const read = await status(h, runId);
+    expect(read.output).toMatchObject({ run_id: runId, status: 'completed' });
+  });
+
+  it('a tenant-bound endpoint with the matching tenant succeeds', async () => {
+    const h = await harness({ endpoint: { tenantId: 'tenant-a' } });
+    const context: ExecutionContext = { tenantId: 'tenant-a' };
+    const started = await start(h, { input: 'hi', sim_script: script.quick() }, nextId('key'), context);
+    expect(started.status, JSON.stringify(started.error)).toBe('completed');
+    const runId = (started.output as { run_id: string }).run_id;
+    const read = await events(h, runId, context);
+    expect(read.status, JSON.stringify(read.error)).toBe('completed');
+    expect((read.output as { text: string }).text).toBe('Hello world');
+    const requests = h.sim.requests.slice(-2);
+    expect(requests.map((request) => request.headers['x-aip-tenant-id'])).toEqual(['tenant-a', 'tenant-a']);
+  });
+});
