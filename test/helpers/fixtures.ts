@@ -7,8 +7,8 @@ import type { HermesConnectorOptions, HermesEndpointConfig, OperationName } from
 
 /** The project root (test/helpers/../..). */
 export const PROJECT_ROOT = new URL('../../', import.meta.url);
-/** `../shared` beside the project root. */
-export const CAPTURES_DIR = new URL('../shared/reference/captures/', PROJECT_ROOT);
+/** Raw Hermes exchanges copied from ../shared/reference/captures, so the suite runs without shared/. */
+export const CAPTURES_DIR = new URL('fixtures/captures/', PROJECT_ROOT);
 
 export const TEST_API_KEY = 'hk_test_key_0123456789';
 export const LOCAL_BASE_URL = 'http://127.0.0.1:9';

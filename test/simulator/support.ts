@@ -6,7 +6,8 @@ import type { HermesSimulator, HermesSimulatorOptions, RunStep } from '../../src
 
 export const API_KEY = 'hk_example_key_0123456789';
 export const AUTH = { authorization: `Bearer ${API_KEY}` };
-const CAPTURES = '/work/shared/reference/captures';
+import { fileURLToPath } from 'node:url';
+const CAPTURES = fileURLToPath(new URL('../../fixtures/captures', import.meta.url));
 
 // ---- simulator lifecycle --------------------------------------------------------------
 
