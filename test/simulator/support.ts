@@ -1,12 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
 import { startHermesSimulator } from '../../src/simulator/index.js';
 import type { HermesSimulator, HermesSimulatorOptions, RunStep } from '../../src/simulator/index.js';
 
 export const API_KEY = 'hk_example_key_0123456789';
 export const AUTH = { authorization: `Bearer ${API_KEY}` };
-import { fileURLToPath } from 'node:url';
 const CAPTURES = fileURLToPath(new URL('../../fixtures/captures', import.meta.url));
 
 // ---- simulator lifecycle --------------------------------------------------------------
