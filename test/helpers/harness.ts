@@ -1,4 +1,4 @@
-import { expect } from 'vitest';
+import { afterEach, expect } from 'vitest';
 import { createHermesConnector, type AipAction, type AipActionResult, type AipStreamChunk, type ApprovalGrant, type ExecutionContext, type HermesConnector, type HermesConnectorOptions, type HermesEndpointConfig } from 'aip-connector-hermes-agent';
 import { startHermesSimulator, type HermesSimulator, type HermesSimulatorOptions } from 'aip-connector-hermes-agent/simulator';
 import { assertMatches } from './schema-check.js';
@@ -96,6 +96,22 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     },
   };
   return harness;
+}
+
+/**
+ * A harness starter for one test file: each call merges `defaults` under its options, and an
+ * afterEach closes every harness it started.
+ */
+export function harnessFactory(defaults: HarnessOptions = {}): (options?: HarnessOptions) => Promise<Harness> {
+  const started: Harness[] = [];
+  afterEach(async () => {
+    await Promise.all(started.splice(0).map((harness) => harness.close()));
+  });
+  return async (options = {}) => {
+    const harness = await startHarness({ ...defaults, ...options, simulator: { ...defaults.simulator, ...options.simulator } });
+    started.push(harness);
+    return harness;
+  };
 }
 
 /** Sequences 0.. without gaps, and exactly one final chunk (done or error), last. */

@@ -3,23 +3,14 @@
  * no approval grant, tenant binding and credentials still enforced) and connector.close().
  */
 import { request } from 'undici';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { AipAction, AipActionResult, AipStreamChunk, ExecutionContext } from 'aip-connector-hermes-agent';
-import { API_KEY, ENDPOINT, eventually, nextId, script, startHarness, type Harness, type HarnessOptions } from '../helpers/harness.js';
+import { API_KEY, ENDPOINT, eventually, nextId, script, harnessFactory, type Harness } from '../helpers/harness.js';
 import { assertMatches } from '../helpers/schema-check.js';
 
 const PREFIX = 'connector.hermes_agent.';
 
-const harnesses: Harness[] = [];
-afterEach(async () => {
-  await Promise.all(harnesses.splice(0).map((harness) => harness.close()));
-});
-
-async function harness(options: HarnessOptions = {}): Promise<Harness> {
-  const started = await startHarness({ ...options, simulator: { streamLookupMs: 100, ...options.simulator } });
-  harnesses.push(started);
-  return started;
-}
+const harness = harnessFactory({ simulator: { streamLookupMs: 100 } });
 
 function expectFailure(result: AipActionResult | null, expected: { code: string; category: string; operation?: string }): void {
   expect(result).not.toBeNull();

@@ -5,24 +5,15 @@
  * whether the provider was called (rows marked "no" must make zero requests).
  */
 import { createServer } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { AipActionResult, ApprovalGrant, ExecutionContext } from 'aip-connector-hermes-agent';
-import { API_KEY, ENDPOINT, eventually, grantFor, nextId, script, startHarness, type Harness, type HarnessOptions } from '../helpers/harness.js';
+import { API_KEY, ENDPOINT, eventually, grantFor, nextId, script, harnessFactory, type Harness } from '../helpers/harness.js';
 
 const PREFIX = 'connector.hermes_agent.';
 const UNKNOWN_RUN = `run_${'0'.repeat(32)}`;
 const MiB = 1024 * 1024;
 
-const harnesses: Harness[] = [];
-afterEach(async () => {
-  await Promise.all(harnesses.splice(0).map((harness) => harness.close()));
-});
-
-async function harness(options: HarnessOptions = {}): Promise<Harness> {
-  const started = await startHarness({ ...options, simulator: { streamLookupMs: 100, ...options.simulator } });
-  harnesses.push(started);
-  return started;
-}
+const harness = harnessFactory({ simulator: { streamLookupMs: 100 } });
 
 interface Expected {
   status?: AipActionResult['status'];

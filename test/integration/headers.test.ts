@@ -4,10 +4,10 @@
  * endpoint, the AIP envelope and the trusted context, never from `action.input`.
  */
 import { readFileSync } from 'node:fs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ExecutionContext } from 'aip-connector-hermes-agent';
 import type { RecordedRequest } from 'aip-connector-hermes-agent/simulator';
-import { API_KEY, eventually, grantFor, nextId, script, startHarness, type Harness, type HarnessOptions } from '../helpers/harness.js';
+import { API_KEY, eventually, grantFor, nextId, script, harnessFactory, type Harness } from '../helpers/harness.js';
 
 const PREFIX = 'connector.hermes_agent.';
 const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
@@ -15,16 +15,7 @@ const USER_AGENT = `aip-connector-hermes-agent/${VERSION}`;
 /** Transport headers undici adds itself; everything else must be in the expected set. */
 const TRANSPORT_HEADERS = new Set(['host', 'connection', 'content-length']);
 
-const harnesses: Harness[] = [];
-afterEach(async () => {
-  await Promise.all(harnesses.splice(0).map((harness) => harness.close()));
-});
-
-async function harness(options: HarnessOptions = {}): Promise<Harness> {
-  const started = await startHarness({ ...options, simulator: { streamLookupMs: 100, ...options.simulator } });
-  harnesses.push(started);
-  return started;
-}
+const harness = harnessFactory({ simulator: { streamLookupMs: 100 } });
 
 const DEADLINE = Date.now() + 10 * 60_000;
 const TRUSTED: ExecutionContext = {

@@ -3,17 +3,12 @@
  * sizes, lines that never end, max_events (default and range), the request body limit,
  * invalid UTF-8 and a wrong SSE content type.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { AipActionResult, ExecutionContext } from 'aip-connector-hermes-agent';
 import type { RunStep } from 'aip-connector-hermes-agent/simulator';
-import { grantFor, nextId, script, startHarness, type Harness, type HarnessOptions } from '../helpers/harness.js';
+import { grantFor, nextId, script, harnessFactory, type Harness } from '../helpers/harness.js';
 
 const PREFIX = 'connector.hermes_agent.';
-
-const harnesses: Harness[] = [];
-afterEach(async () => {
-  await Promise.all(harnesses.splice(0).map((harness) => harness.close()));
-});
 
 /**
  * Scripts come from `body.sim_script`; a `raw` step may give `hex` instead of `data`, so
@@ -26,11 +21,7 @@ function scriptWithBytes(body: Record<string, unknown>): RunStep[] {
   );
 }
 
-async function harness(options: HarnessOptions = {}): Promise<Harness> {
-  const started = await startHarness({ ...options, simulator: { streamLookupMs: 100, script: scriptWithBytes, ...options.simulator } });
-  harnesses.push(started);
-  return started;
-}
+const harness = harnessFactory({ simulator: { streamLookupMs: 100, script: scriptWithBytes } });
 
 interface EventsOutput {
   http_status: number;

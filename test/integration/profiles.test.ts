@@ -3,23 +3,14 @@
  * memory only, one SSE subscription per run) and `later` (§9 of the Hermes reference:
  * Idempotency-Key on runs, `replayed`, `interrupted` after a restart, stop on terminal runs).
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { AipActionResult, ExecutionContext } from 'aip-connector-hermes-agent';
-import { eventually, grantFor, nextId, script, startHarness, type Harness, type HarnessOptions } from '../helpers/harness.js';
+import { eventually, grantFor, nextId, script, harnessFactory, type Harness, type HarnessOptions } from '../helpers/harness.js';
 
 const PREFIX = 'connector.hermes_agent.';
 const RUN_ID = /^run_[0-9a-f]{32}$/;
 
-const harnesses: Harness[] = [];
-afterEach(async () => {
-  await Promise.all(harnesses.splice(0).map((harness) => harness.close()));
-});
-
-async function harness(options: HarnessOptions = {}): Promise<Harness> {
-  const started = await startHarness({ ...options, simulator: { streamLookupMs: 100, ...options.simulator } });
-  harnesses.push(started);
-  return started;
-}
+const harness = harnessFactory({ simulator: { streamLookupMs: 100 } });
 
 function expectFailure(result: AipActionResult, expected: { code: string; remote_status: number; provider_code: string; operation: string }): void {
   expect(result.status, JSON.stringify(result.error)).toBe('failed');
