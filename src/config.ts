@@ -1,5 +1,7 @@
+import { createHash } from 'node:crypto';
 import type { Dispatcher } from 'undici';
 import type { Logger } from 'pino';
+import type { RunLedger } from './ledger/types.js';
 import { Secret } from './secret.js';
 import type { HermesConnectorOptions } from './types.js';
 
@@ -17,7 +19,9 @@ export type ConfigErrorCode =
   | 'invalid_limits'
   | 'invalid_logger'
   | 'invalid_dispatcher'
-  | 'invalid_clock';
+  | 'invalid_clock'
+  | 'invalid_ledger'
+  | 'ledger_unavailable';
 
 const CONFIG_ERROR_BRAND = Symbol.for('aip-connector-hermes-agent.ConnectorConfigError');
 
@@ -44,6 +48,8 @@ export interface ResolvedEndpoint {
   readonly displayName: string | undefined;
   readonly tenantId: string | undefined;
   readonly apiKey: Secret | undefined;
+  /** A short hash of the key (never the key): which credential was in force, for evidence. */
+  readonly credentialRevision: string | undefined;
 }
 
 export interface ResolvedLimits {
@@ -61,6 +67,8 @@ export interface ResolvedConfig {
   readonly logger: Logger | undefined;
   readonly dispatcher: Dispatcher | undefined;
   readonly now: () => number;
+  readonly ledger: RunLedger | undefined;
+  readonly idempotencyLeaseMs: number;
 }
 
 const MiB = 1024 * 1024;
@@ -75,7 +83,9 @@ export const DEFAULT_LIMITS: ResolvedLimits = Object.freeze({
 export const MAX_EVENTS_CEILING = 100_000;
 const MAX_LIMIT_BYTES = 256 * MiB;
 
-const TOP_LEVEL_OPTIONS = new Set(['endpoints', 'logger', 'dispatcher', 'limits', 'now']);
+const TOP_LEVEL_OPTIONS = new Set(['endpoints', 'logger', 'dispatcher', 'limits', 'now', 'ledger', 'idempotencyLeaseMs']);
+const LEDGER_METHODS = ['claim', 'get', 'renewLease', 'settle', 'release', 'settleAbandoned', 'purgeExpired', 'recordRun', 'updateRun', 'evidence', 'openRuns', 'close'];
+export const DEFAULT_IDEMPOTENCY_LEASE_MS = 30_000;
 const ENDPOINT_FIELDS = new Set(['id', 'baseUrl', 'apiKey', 'displayName', 'tenantId']);
 const ENDPOINT_ID = /^[a-z0-9_-]{1,128}$/;
 const API_KEY = /^[\x21-\x7e]{1,16384}$/;
@@ -94,7 +104,25 @@ export function resolveConfig(options: HermesConnectorOptions): ResolvedConfig {
     logger: resolveLogger(options.logger),
     dispatcher: resolveDispatcher(options.dispatcher),
     now: resolveClock(options.now),
+    ledger: resolveLedger(options.ledger),
+    idempotencyLeaseMs: resolveLeaseMs(options.idempotencyLeaseMs),
   };
+}
+
+function resolveLedger(ledger: unknown): RunLedger | undefined {
+  if (ledger === undefined) return undefined;
+  if (!isPlainObjectLike(ledger) || LEDGER_METHODS.some((method) => typeof (ledger as Record<string, unknown>)[method] !== 'function')) {
+    throw new ConnectorConfigError('invalid_ledger', 'options.ledger must be a RunLedger (createMemoryLedger, createSqliteLedger, createPostgresLedger)');
+  }
+  return ledger as RunLedger;
+}
+
+function resolveLeaseMs(leaseMs: unknown): number {
+  if (leaseMs === undefined) return DEFAULT_IDEMPOTENCY_LEASE_MS;
+  if (typeof leaseMs !== 'number' || !Number.isInteger(leaseMs) || leaseMs < 100 || leaseMs > 3_600_000) {
+    throw new ConnectorConfigError('invalid_options', 'options.idempotencyLeaseMs must be an integer from 100 to 3600000');
+  }
+  return leaseMs;
 }
 
 function resolveEndpoints(endpoints: unknown): ResolvedEndpoint[] {
@@ -121,10 +149,12 @@ function resolveEndpoint(endpoint: unknown, index: number): ResolvedEndpoint {
     throw new ConnectorConfigError('invalid_endpoint_id', `${where}.id must be 1-128 characters of [a-z0-9_-] (it is not normalized for you)`);
   }
   const named = `endpoint \`${id}\``;
+  const key = resolveApiKey(apiKey, named);
   return Object.freeze({
     id,
     origin: resolveOrigin(baseUrl, named),
-    apiKey: resolveApiKey(apiKey, named),
+    apiKey: key,
+    credentialRevision: key && credentialRevision(key.reveal()),
     displayName: optionalText(displayName, 256, 'invalid_display_name', `${named} displayName`),
     tenantId: optionalText(tenantId, 512, 'invalid_tenant_id', `${named} tenantId`),
   });
@@ -153,6 +183,11 @@ function resolveApiKey(apiKey: unknown, named: string): Secret | undefined {
     throw new ConnectorConfigError('invalid_api_key', `${named} apiKey must be 1-16384 visible ASCII characters (no whitespace or control characters)`);
   }
   return new Secret(apiKey);
+}
+
+/** The first 12 hex digits of the key's SHA-256: enough to tell revisions apart, useless to an attacker. */
+export function credentialRevision(apiKey: string): string {
+  return createHash('sha256').update(apiKey).digest('hex').slice(0, 12);
 }
 
 function optionalText(value: unknown, maxBytes: number, code: ConfigErrorCode, what: string): string | undefined {

@@ -5,30 +5,46 @@ import { resolveConfig, type ResolvedConfig } from './config.js';
 import { HermesFailure, toProtocolError } from './failures.js';
 import { EndpointPools } from './http.js';
 import { typedId } from './ids.js';
+import { bindingOf, patchOf } from './ledger/evidence.js';
+import { IdempotencyGuard } from './ledger/idempotency.js';
+import { createMemoryLedger } from './ledger/memory.js';
+import type { RunEvidence, RunLedger } from './ledger/types.js';
 import { connectorLogger, invocationLogger } from './logger.js';
 import { OPERATIONS } from './operations/index.js';
 import type { OperationCall, OperationOutcome } from './operations/operation.js';
 import { checkContext, checkIdempotencyKeyFormat, enforceGates } from './policy.js';
-import { CapabilityRegistry, implementationSupport, type CapabilityEntry } from './registry.js';
+import { CapabilityRegistry, capabilityId, implementationSupport, type CapabilityEntry } from './registry.js';
 import { describeSchemaErrors, schemaCatalog } from './schemas.js';
-import type { AipAction, AipActionResult, AipReceipt, HermesConnector, HermesConnectorOptions } from './types.js';
+import type { AipAction, AipActionResult, AipReceipt, ExecutionContext, HermesConnector, HermesConnectorOptions } from './types.js';
 
 /** Validates the configuration (throwing ConnectorConfigError) and returns the connector; no I/O happens here. */
 export function createHermesConnector(options: HermesConnectorOptions): HermesConnector {
   const config = resolveConfig(options);
   const registry = new CapabilityRegistry(config);
-  const pools = new EndpointPools(config.dispatcher);
+  const ledger = config.ledger ?? createMemoryLedger();
   const logger = connectorLogger(config.logger);
   const lifetime = new AbortController();
-  const inFlight = new Set<Promise<AipActionResult>>();
-
-  const track = (result: Promise<AipActionResult>): Promise<AipActionResult> => {
-    inFlight.add(result);
-    void result.finally(() => inFlight.delete(result));
-    return result;
+  const deps: PipelineDeps = {
+    config,
+    registry,
+    pools: new EndpointPools(config.dispatcher),
+    logger,
+    ledger,
+    guard: new IdempotencyGuard({
+      ledger,
+      now: config.now,
+      leaseMs: config.idempotencyLeaseMs,
+      onLedgerError: (error, stage) => logger.error({ err: errorName(error), stage }, 'run ledger failed'),
+    }),
+    closeSignal: lifetime.signal,
   };
-  const run = (action: unknown, context: unknown, hostCancellation: boolean) =>
-    track(invokePipeline({ config, registry, pools, logger, closeSignal: lifetime.signal }, action, context, hostCancellation));
+  const inFlight = new Set<Promise<unknown>>();
+  const track = <T>(work: Promise<T>): Promise<T> => {
+    inFlight.add(work);
+    void work.finally(() => inFlight.delete(work));
+    return work;
+  };
+  const run = (action: unknown, context: unknown, hostCancellation: boolean) => track(invokePipeline(deps, action, context, hostCancellation));
 
   return {
     id: 'hermes-agent',
@@ -37,15 +53,21 @@ export function createHermesConnector(options: HermesConnectorOptions): HermesCo
     capability: (id) => registry.resolve(id)?.capability,
     implementationSupport: (id) => implementationSupport(registry.resolve(id)),
     invoke: (action, context) => run(action, context, false),
-    async cancel(action, context) {
-      const stop = stopActionFor(registry, action);
-      return stop === null ? null : run(stop, context, true);
-    },
+    cancel: (action, context) =>
+      track(
+        (async () => {
+          const stop = await stopActionFor(deps, action);
+          return stop === null ? null : run(stop, context, true);
+        })(),
+      ),
+    evidence: (actionIdOrRunId) => ledger.evidence(actionIdOrRunId),
+    reconcile: () => track(reconcileOpenRuns(deps, (action, context) => run(action, context, false))),
     async close() {
       if (lifetime.signal.aborted) return;
       lifetime.abort();
       await Promise.allSettled([...inFlight]);
-      await pools.close();
+      await deps.pools.close();
+      if (!config.ledger) await ledger.close();
     },
   };
 }
@@ -55,59 +77,163 @@ interface PipelineDeps {
   registry: CapabilityRegistry;
   pools: EndpointPools;
   logger: Logger;
+  ledger: RunLedger;
+  guard: IdempotencyGuard;
   closeSignal: AbortSignal;
+}
+
+/** An action that passed validation and every gate: ready to reach Hermes. */
+interface AdmittedAction {
+  entry: CapabilityEntry;
+  action: AipAction;
+  input: Record<string, unknown>;
+  context: ExecutionContext;
+  deadline: number;
+  logger: Logger;
+  publisher: ChunkPublisher;
+  startedAt: number;
 }
 
 /**
  * The invoke pipeline, top to bottom: resolve the capability, validate the input, pass the
- * policy gates, let the operation talk to Hermes, validate its output, shape the result.
- * It never rejects: every failure becomes a result.
+ * policy gates, then (once per idempotency key) let the operation talk to Hermes, validate
+ * its output and shape the result. It never rejects: every failure becomes a result.
  */
 async function invokePipeline(deps: PipelineDeps, rawAction: unknown, rawContext: unknown, hostCancellation: boolean): Promise<AipActionResult> {
-  const { config, registry } = deps;
-  const startedAt = config.now();
+  const startedAt = deps.config.now();
   const actionId = actionIdOf(rawAction);
-  let entry: CapabilityEntry | undefined;
-  let publisher = new ChunkPublisher(actionId, undefined);
-  let logger = deps.logger;
+  const admission: { entry?: CapabilityEntry; publisher: ChunkPublisher; logger: Logger } = { publisher: new ChunkPublisher(actionId, undefined), logger: deps.logger };
+  let result: AipActionResult;
+  try {
+    const admitted = admit(deps, rawAction, rawContext, hostCancellation, startedAt, admission);
+    result = await dispatchOnce(deps, admitted);
+  } catch (error) {
+    result = shapeResult(actionId, admission.entry, failedOutcome(error, false), undefined);
+  }
+  if (result.error && !admission.publisher.finished) await admission.publisher.finishWithError(result.error.code, result.error.message);
+  admission.logger.info(
+    { status: result.status, code: result.error?.code, http_status: result.receipt?.http_status, replayed: result.receipt?.replayed, duration_ms: deps.config.now() - startedAt },
+    'hermes action finished',
+  );
+  return result;
+}
+
+/** Validation and policy; throws HermesFailure. `admission` records how far it got, for the failure's result. */
+function admit(
+  deps: PipelineDeps,
+  rawAction: unknown,
+  rawContext: unknown,
+  hostCancellation: boolean,
+  startedAt: number,
+  admission: { entry?: CapabilityEntry; publisher: ChunkPublisher; logger: Logger },
+): AdmittedAction {
+  const action = checkAction(rawAction);
+  const entry = deps.registry.resolve(action.capability_id);
+  if (!entry) throw new HermesFailure('unsupported_capability', 'No capability of this connector has that id');
+  admission.entry = entry;
+  admission.logger = invocationLogger(deps.logger, { action_id: action.id, capability_id: entry.capability.id, endpoint_id: entry.endpoint.id });
+  const context = checkContext(rawContext);
+  const { declaration } = entry.schemas;
+  if (declaration.http.streaming) admission.publisher = new ChunkPublisher(action.id, context.onChunk);
+  const input = checkInput(entry, action.input);
+  checkIdempotencyKeyFormat(action);
+  enforceGates({ endpoint: entry.endpoint, declaration, action, context, now: deps.config.now(), hostCancellation });
+  return {
+    entry,
+    action,
+    input,
+    context,
+    deadline: context.deadline ?? startedAt + declaration.contract.sla.timeout_ms,
+    logger: admission.logger,
+    publisher: admission.publisher,
+    startedAt,
+  };
+}
+
+/** Operations whose contract requires a key reach Hermes at most once per (capability, key). */
+function dispatchOnce(deps: PipelineDeps, admitted: AdmittedAction): Promise<AipActionResult> {
+  const { entry, action } = admitted;
+  if (entry.schemas.declaration.contract.idempotency.requirement !== 'required') return dispatch(deps, admitted);
+  const fail = (failure: HermesFailure) => shapeResult(action.id, entry, failedOutcome(failure, true), undefined);
+  return deps.guard
+    .run({
+      scope: { capability_id: entry.capability.id, idempotency_key: action.idempotency_key as string },
+      input: action.input,
+      actionId: action.id,
+      deadline: admitted.deadline,
+      signal: admitted.context.signal,
+      execute: () => dispatch(deps, admitted),
+      fail,
+    })
+    .catch((error: unknown) => {
+      // Only the ledger throws here, and only before the provider call: fail closed, nothing was sent.
+      admitted.logger.error({ err: errorName(error) }, 'run ledger unavailable');
+      return fail(new HermesFailure('ledger_unavailable', 'The run ledger could not be reached; the action was not sent'));
+    });
+}
+
+/** One provider call through the operation, its output checked, its evidence kept. Never throws. */
+async function dispatch(deps: PipelineDeps, admitted: AdmittedAction): Promise<AipActionResult> {
+  const { config } = deps;
+  const { entry, action } = admitted;
   let httpStatus: number | undefined;
-  let dispatched = false;
   let outcome: OperationOutcome;
   try {
-    const action = checkAction(rawAction);
-    entry = registry.resolve(action.capability_id);
-    if (!entry) throw new HermesFailure('unsupported_capability', 'No capability of this connector has that id');
-    logger = invocationLogger(deps.logger, { action_id: actionId, capability_id: entry.capability.id, endpoint_id: entry.endpoint.id });
-    const context = checkContext(rawContext);
-    if (entry.schemas.declaration.http.streaming) publisher = new ChunkPublisher(actionId, context.onChunk);
-    const input = checkInput(entry, action.input);
-    checkIdempotencyKeyFormat(action);
-    enforceGates({ endpoint: entry.endpoint, declaration: entry.schemas.declaration, action, context, now: config.now(), hostCancellation });
-    dispatched = true;
     const call: OperationCall = {
       endpoint: entry.endpoint,
       declaration: entry.schemas.declaration,
       action,
-      input,
-      context,
-      deadline: context.deadline ?? startedAt + entry.schemas.declaration.contract.sla.timeout_ms,
+      input: admitted.input,
+      context: admitted.context,
+      deadline: admitted.deadline,
       config,
       pools: deps.pools,
       closeSignal: deps.closeSignal,
-      logger,
-      publisher,
+      logger: admitted.logger,
+      publisher: admitted.publisher,
       onHttpStatus: (status) => {
         httpStatus = status;
       },
     };
     outcome = checkOutput(entry, await OPERATIONS[entry.operation].execute(call), httpStatus);
   } catch (error) {
-    outcome = failedOutcome(error, dispatched);
+    outcome = failedOutcome(error, true);
   }
-  const result = shapeResult(actionId, entry, outcome, dispatched ? receiptFor(rawAction as AipAction, entry, httpStatus, startedAt, config.now()) : undefined);
-  if (result.error && !publisher.finished) await publisher.finishWithError(result.error.code, result.error.message);
-  logger.info({ status: result.status, code: result.error?.code, http_status: httpStatus, duration_ms: config.now() - startedAt }, 'hermes action finished');
+  const result = shapeResult(action.id, entry, outcome, receiptFor(action, entry, httpStatus, admitted.startedAt, config.now()));
+  await keepEvidence(deps, admitted, result);
   return result;
+}
+
+/** Binds a started run to its action, and updates a bound run from what a later result says. */
+async function keepEvidence(deps: PipelineDeps, { entry, action, input, context, logger }: AdmittedAction, result: AipActionResult): Promise<void> {
+  const now = deps.config.now();
+  try {
+    const binding = bindingOf(entry, action.id, input, context, result, now);
+    if (binding) {
+      await deps.ledger.recordRun(binding);
+      return;
+    }
+    const patch = patchOf(entry, result, now);
+    if (patch) await deps.ledger.updateRun((input as { run_id: string }).run_id, entry.endpoint.id, patch);
+  } catch (error) {
+    logger.error({ err: errorName(error) }, 'run ledger failed to keep evidence');
+  }
+}
+
+/** reconcile(): one status read per open binding; the pipeline records what it learns (404 → evidence lost). */
+async function reconcileOpenRuns(deps: PipelineDeps, invoke: (action: AipAction, context: ExecutionContext) => Promise<AipActionResult>): Promise<RunEvidence[]> {
+  const reconciled: RunEvidence[] = [];
+  for (const binding of await deps.ledger.openRuns()) {
+    const statusCapability = capabilityId(binding.endpoint_id, 'run_status');
+    if (!deps.registry.resolve(statusCapability)) continue; // the endpoint is no longer configured
+    await invoke(
+      { id: typedId('act_', deps.config.now()), capability_id: statusCapability, input: { run_id: binding.run_id } },
+      binding.tenant_id === null ? {} : { tenantId: binding.tenant_id },
+    );
+    const updated = await deps.ledger.evidence(binding.action_id);
+    if (updated) reconciled.push(updated);
+  }
+  return reconciled;
 }
 
 const validateAction = () => schemaCatalog().validator('aip/action.schema.json');
@@ -155,8 +281,7 @@ function shapeResult(actionId: string, entry: CapabilityEntry | undefined, outco
   return result;
 }
 
-function receiptFor(action: AipAction, entry: CapabilityEntry | undefined, httpStatus: number | undefined, startedAt: number, completedAt: number): AipReceipt | undefined {
-  if (!entry) return undefined;
+function receiptFor(action: AipAction, entry: CapabilityEntry, httpStatus: number | undefined, startedAt: number, completedAt: number): AipReceipt {
   const receipt: AipReceipt = {
     receipt_id: typedId('rcpt_', completedAt),
     capability_id: entry.capability.id,
@@ -176,19 +301,19 @@ function actionIdOf(action: unknown): string {
 }
 
 /**
- * cancel(): the host's cancel authority turns an admitted action into `run_stop` for the
- * run its input names. Unknown capabilities still get a typed result; no run_id means
- * there is nothing to stop.
+ * cancel(): the host's cancel authority turns an admitted action into `run_stop` for the run
+ * its input names, or for the run a `run_start` action started (from the ledger). Unknown
+ * capabilities still get a typed result; nothing to stop means null.
  */
-function stopActionFor(registry: CapabilityRegistry, action: unknown): unknown {
+async function stopActionFor(deps: PipelineDeps, action: unknown): Promise<unknown> {
   const candidate = action as Partial<AipAction> | null;
-  const entry = registry.resolve(candidate?.capability_id);
+  const entry = deps.registry.resolve(candidate?.capability_id);
   if (!entry) return action;
-  const runId = (candidate?.input as { run_id?: unknown } | null | undefined)?.run_id;
-  if (typeof runId !== 'string') return null;
+  const runId = await runIdToStop(deps, entry, candidate);
+  if (runId === undefined) return null;
   const stop: AipAction = {
     id: actionIdOf(action),
-    capability_id: registry.sibling(entry, 'run_stop').capability.id,
+    capability_id: deps.registry.sibling(entry, 'run_stop').capability.id,
     input: { run_id: runId },
     idempotency_key: `aip-cancel-${createHash('sha256').update(actionIdOf(action)).digest('hex').slice(0, 40)}`,
   };
@@ -196,3 +321,15 @@ function stopActionFor(registry: CapabilityRegistry, action: unknown): unknown {
   return stop;
 }
 
+async function runIdToStop(deps: PipelineDeps, entry: CapabilityEntry, action: Partial<AipAction> | null): Promise<string | undefined> {
+  const runId = (action?.input as { run_id?: unknown } | null | undefined)?.run_id;
+  if (typeof runId === 'string') return runId;
+  if (entry.operation !== 'run_start' || typeof action?.id !== 'string') return undefined;
+  const binding = await deps.ledger.evidence(action.id).catch(() => null);
+  return binding?.action_id === action.id && binding.endpoint_id === entry.endpoint.id ? binding.run_id : undefined;
+}
+
+/** Error class names only: a driver's message may quote SQL parameters. */
+function errorName(error: unknown): string {
+  return error instanceof Error ? error.name : typeof error;
+}

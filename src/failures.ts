@@ -23,6 +23,9 @@ export const FAILURE_CATEGORIES = {
   stream_truncated: 'connector',
   stream_incomplete: 'connector',
   stream_publication: 'connector',
+  idempotency_conflict: 'permanent',
+  outcome_unknown: 'connector',
+  ledger_unavailable: 'temporary',
   internal: 'connector',
 } as const satisfies Record<string, ErrorCategory>;
 
@@ -69,6 +72,8 @@ export class HermesFailure extends Error {
 
 const READ_OPERATIONS: ReadonlySet<OperationName> = new Set(['run_status', 'run_events']);
 const NOT_RETRYABLE_EVEN_FOR_READS: ReadonlySet<FailureCode> = new Set(['cancelled', 'deadline_exceeded']);
+/** Failures where the provider certainly was not asked, and asking again later may work. */
+const RETRYABLE_FOR_EVERY_OPERATION: ReadonlySet<FailureCode> = new Set(['rate_limited', 'ledger_unavailable']);
 
 export function isReadOperation(operation: OperationName): boolean {
   return READ_OPERATIONS.has(operation);
@@ -80,7 +85,7 @@ export function toProtocolError(failure: HermesFailure, endpointId: string | und
   const read = operation !== undefined && isReadOperation(operation);
   const uncertain = operation !== undefined && !read && failure.effect === 'maybe';
   const retryable =
-    failure.code === 'rate_limited' ||
+    RETRYABLE_FOR_EVERY_OPERATION.has(failure.code) ||
     (read && (category === 'temporary' || category === 'transport') && !NOT_RETRYABLE_EVEN_FOR_READS.has(failure.code));
 
   const details: AipErrorDetails = { ...failure.details, uncertain_outcome: uncertain };

@@ -1,5 +1,6 @@
 import type { Dispatcher } from 'undici';
 import type { Logger } from 'pino';
+import type { RunEvidence, RunLedger } from './ledger/types.js';
 
 /** The five Hermes run operations published for every endpoint. */
 export const OPERATION_NAMES = ['run_start', 'run_status', 'run_events', 'run_approval', 'run_stop'] as const;
@@ -34,6 +35,10 @@ export interface HermesConnectorOptions {
   dispatcher?: Dispatcher;
   limits?: ConnectorLimits;
   now?: () => number;
+  /** Idempotency records and run evidence (default: createMemoryLedger()). A ledger passed in is not closed by the connector. */
+  ledger?: RunLedger;
+  /** How long an in-flight idempotency claim lives without renewal before its process is presumed dead (default 30 s). */
+  idempotencyLeaseMs?: number;
 }
 
 export interface ApprovalGrant {
@@ -192,5 +197,9 @@ export interface HermesConnector {
   implementationSupport(capabilityId: string): ImplementationSupport;
   invoke(action: AipAction, context?: ExecutionContext): Promise<AipActionResult>;
   cancel(action: AipAction, context?: ExecutionContext): Promise<AipActionResult | null>;
+  /** The ledger's record of a run this connector started, by action id or run id. */
+  evidence(actionIdOrRunId: string): Promise<RunEvidence | null>;
+  /** Re-reads the status of every binding that is not terminal; a 404 is recorded as evidence lost. */
+  reconcile(): Promise<RunEvidence[]>;
   close(): Promise<void>;
 }

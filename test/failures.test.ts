@@ -122,7 +122,8 @@ describe('failureFromHttpStatus', () => {
 
 /** The rule of the API doc, written independently of the implementation. */
 function expectedRetryable(code: FailureCode, operation: OperationName): boolean {
-  if (code === 'rate_limited') return true;
+  // Both are refused before Hermes is asked (the 429 gate, the ledger), so trying again later is safe.
+  if (code === 'rate_limited' || code === 'ledger_unavailable') return true;
   const category = FAILURE_CATEGORIES[code];
   const read = READS.includes(operation);
   return read && (category === 'temporary' || category === 'transport') && code !== 'cancelled' && code !== 'deadline_exceeded';
@@ -139,8 +140,8 @@ describe('toProtocolError retryable / uncertain_outcome matrix', () => {
           expect(error.category).toBe(FAILURE_CATEGORIES[code]);
           expect(error.retryable).toBe(expectedRetryable(code, operation));
           expect(error.details).toEqual({ endpoint_id: 'ep1', operation, uncertain_outcome: uncertain });
-          // An uncertain mutation is never retryable (rate_limited is refused before Hermes acts, so it stays retryable).
-          if (uncertain) expect(error.retryable).toBe(code === 'rate_limited');
+          // An uncertain mutation is never retryable (rate_limited and ledger_unavailable are refused before Hermes acts).
+          if (uncertain) expect(error.retryable).toBe(code === 'rate_limited' || code === 'ledger_unavailable');
         }
       });
     }

@@ -82,6 +82,7 @@ function resolveOptions(options: HermesSimulatorOptions): ResolvedOptions {
     stepDelayMs: options.stepDelayMs ?? 0,
     corsOrigins: [...(options.corsOrigins ?? [])],
     script: options.script,
+    misbehaviour: { ...options.misbehaviour },
   };
 }
 
@@ -136,6 +137,7 @@ class HermesSimulatorServer implements HermesSimulator {
       streams: this.streams,
       stepDelayMs: options.stepDelayMs,
       approvalTimeoutMs: options.approvalTimeoutMs,
+      streamsNeverTerminate: options.misbehaviour.streamsNeverTerminate === true,
     };
     this.server = createServer((req, res) => {
       this.handle(req, res).catch(() => this.answerCrash(res));
@@ -501,12 +503,24 @@ class HermesSimulatorServer implements HermesSimulator {
       return sendJson(res, 409, openAiError(`Run has no active approval session: ${runId}`, 'approval_not_active'));
     }
     const all = coerceBool(parsed.value['all']) || coerceBool(parsed.value['resolve_all']);
-    const resolved = resolveApprovals(run, choice, all);
+    const resolved = resolveApprovals(this.approvalTarget(run), choice, all);
     if (resolved === 0) {
       return sendJson(res, 409, openAiError(`Run has no pending approval: ${runId}`, 'approval_not_pending'));
     }
     emitEvent(this.env, run, 'approval.responded', { choice, resolved }, 'lookup', 'running');
     sendJson(res, 200, { object: 'hermes.run.approval_response', run_id: runId, choice, resolved });
+  }
+
+  /** The run whose queue an answer to `run` resolves: itself, unless approvals leak across a session (misbehaviour). */
+  private approvalTarget(run: RunState): RunState {
+    if (this.options.misbehaviour.approvalsLeakAcrossSession !== true) return run;
+    let target = run;
+    for (const other of this.statuses.values()) {
+      if (other.sessionId !== run.sessionId || !other.approvalSessionActive) continue;
+      const oldest = other.pendingApprovals[0]?.sequence;
+      if (oldest !== undefined && oldest < (target.pendingApprovals[0]?.sequence ?? Infinity)) target = other;
+    }
+    return target;
   }
 
   // ---- POST /v1/runs/{id}/stop ---------------------------------------------------------

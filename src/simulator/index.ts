@@ -22,6 +22,7 @@ export type {
   RunStep,
   SimulatedRun,
   SimulatorFault,
+  SimulatorMisbehaviour,
   SimulatorProfile,
   SimulatorRoute,
 } from './types.js';

@@ -21,11 +21,18 @@ export interface RunEnvironment {
   readonly streams: Map<string, RunStream>;
   readonly stepDelayMs: number;
   readonly approvalTimeoutMs: number;
+  /** Misbehaviour: terminal events and the end sentinel never reach the stream. */
+  readonly streamsNeverTerminate?: boolean;
 }
 
 interface PendingApproval {
+  /** Process-wide request order (oldest first), for the session-keyed misbehaviour. */
+  readonly sequence: number;
   settle(choice: string): void;
 }
+
+let approvalSequence = 0;
+const TERMINAL_EVENTS: ReadonlySet<string> = new Set(['run.completed', 'run.failed', 'run.cancelled']);
 
 /**
  * Where an event goes. At the pin, `message.delta`, `approval.request` and `run.*`
@@ -161,6 +168,7 @@ export function emitEvent(
       : { event: type, run_id: run.id, timestamp, ...fields };
   run.events.push(event);
   run.touch(status, type);
+  if (env.streamsNeverTerminate && TERMINAL_EVENTS.has(type)) return;
   const target = delivery === 'direct' ? run.stream : env.streams.get(run.id);
   if (target !== run.stream) return;
   target.put({ kind: 'bytes', data: `data: ${pyJson(toWireEvent(event))}\n\n` });
@@ -196,7 +204,7 @@ export function finishRun(env: RunEnvironment, run: RunState, ending: Ending): v
     emitEvent(env, run, 'run.cancelled', {}, 'direct', 'cancelled');
   }
   dropControlState(run);
-  run.stream.put({ kind: 'end' });
+  if (!env.streamsNeverTerminate) run.stream.put({ kind: 'end' });
 }
 
 /** What both the end of a run and the pin's sweep do to the agent/task/approval refs. */
@@ -323,6 +331,7 @@ function requestApproval(env: RunEnvironment, run: RunState, step: Extract<RunSt
   return new Promise<string>((resolve) => {
     const answered = new AbortController();
     const pending: PendingApproval = {
+      sequence: ++approvalSequence,
       settle(choice) {
         const index = run.pendingApprovals.indexOf(pending);
         if (index < 0) return;

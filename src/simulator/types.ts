@@ -55,6 +55,20 @@ export interface HermesSimulatorOptions {
   corsOrigins?: string[];
   /** Picks each run's script from the request body; see `defaultScript`. */
   script?: (body: Record<string, unknown>) => RunStep[];
+  /** Deliberate protocol violations, so that tests can watch a qualification fail (default: none). */
+  misbehaviour?: SimulatorMisbehaviour;
+}
+
+/** Ways to make the simulator break the Hermes contract on purpose. A Hermes at the pin does neither. */
+export interface SimulatorMisbehaviour {
+  /**
+   * An approval answer resolves the oldest pending approval of any run that shares the answered
+   * run's `session_id` (approval queues keyed by session, as before Hermes #56129). The status
+   * change and `approval.responded` still go to the run named in the URL.
+   */
+  approvalsLeakAcrossSession?: boolean;
+  /** Event streams never deliver a terminal event and never close: subscribers get keepalives forever. */
+  streamsNeverTerminate?: boolean;
 }
 
 export interface RecordedRequest {

@@ -64,16 +64,18 @@ describe('cancel()', () => {
     await eventually(() => h.sim.run(runId)?.status === 'cancelled' || undefined, 'the run to be cancelled');
   });
 
-  it('cancelling the same action twice sends the same Idempotency-Key', async () => {
+  it('cancelling the same action twice stops the run once: the second cancel replays the first stop', async () => {
     const h = await harness({ simulator: { profile: 'later' } });
     const runId = await h.startRun({ input: 'hi', sim_script: script.long() });
     const action = { id: nextId('act'), capability_id: h.cap('run_events'), input: { run_id: runId } };
     const before = h.sim.requests.length;
-    await cancel(h, action);
-    await cancel(h, action);
-    const keys = h.sim.requests.slice(before).map((request) => request.headers['idempotency-key']);
-    expect(keys).toHaveLength(2);
-    expect(keys[0]).toBe(keys[1]);
+    const first = await cancel(h, action);
+    const second = await cancel(h, action);
+    const stops = h.sim.requests.slice(before);
+    expect(stops).toHaveLength(1);
+    expect(stops[0]?.headers['idempotency-key']).toMatch(/^aip-cancel-[0-9a-f]{40}$/);
+    expect(second?.output).toEqual(first?.output);
+    expect(second?.receipt).toMatchObject({ replayed: true, original_action_id: action.id });
   });
 
   it('still enforces tenant binding: tenant_mismatch, no request', async () => {

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { AipActionResult, ExecutionContext } from 'aip-connector-hermes-agent';
-import { eventually, grantFor, nextId, script, harnessFactory, type Harness, type HarnessOptions } from '../helpers/harness.js';
+import { API_KEY, eventually, grantFor, nextId, script, harnessFactory, type Harness, type HarnessOptions } from '../helpers/harness.js';
 
 const PREFIX = 'connector.hermes_agent.';
 const RUN_ID = /^run_[0-9a-f]{32}$/;
@@ -51,7 +51,7 @@ describe('later profile', () => {
     expect(result.receipt?.http_status).toBe(202);
   });
 
-  it('forwards Idempotency-Key: same key and body → the same run; another body → conflict', async () => {
+  it('the connector deduplicates first: the same key and body replay without a second POST; another body is a local conflict', async () => {
     const h = await harness(later);
     const key = nextId('idem');
     const body = { input: 'hi', sim_script: script.long() };
@@ -63,25 +63,42 @@ describe('later profile', () => {
     const second = await start(h, structuredClone(body), key);
     expect(second.status, JSON.stringify(second.error)).toBe('completed');
     expect((second.output as { run_id: string }).run_id).toBe(runId);
-    expect(h.sim.startCount()).toBe(1);
+    expect(second.receipt).toMatchObject({ replayed: true, original_action_id: first.action_id });
 
     const third = await start(h, { ...body, input: 'something else' }, key);
-    expectFailure(third, { code: 'conflict', remote_status: 409, provider_code: 'idempotency_key_conflict', operation: 'run_start' });
-    expect(h.sim.startCount()).toBe(1);
+    expect(third.error).toMatchObject({ code: `${PREFIX}idempotency_conflict`, category: 'permanent', retryable: false });
+    expect(third.error?.details?.original_action_id).toBe(first.action_id);
 
     const starts = h.sim.requests.filter((request) => request.method === 'POST' && request.rawPath === '/v1/runs');
-    expect(starts.length).toBeGreaterThanOrEqual(2);
-    for (const request of starts) expect(request.headers['idempotency-key']).toBe(key);
+    expect(starts).toHaveLength(1);
+    expect(starts[0]?.headers['idempotency-key']).toBe(key);
   });
 
-  it('the same key with another session_key is a conflict too (the fingerprint covers the header)', async () => {
+  it('a newer Hermes enforces the forwarded Idempotency-Key too: a connector that lost its ledger gets the same run back, or a provider conflict', async () => {
     const h = await harness(later);
     const key = nextId('idem');
     const body = { input: 'hi', sim_script: script.long() };
-    const first = await h.invoke({ capability_id: h.cap('run_start'), input: { body, session_key: 'scope-a' }, idempotency_key: key });
-    expect(first.status, JSON.stringify(first.error)).toBe('completed');
-    const second = await h.invoke({ capability_id: h.cap('run_start'), input: { body, session_key: 'scope-b' }, idempotency_key: key });
-    expectFailure(second, { code: 'conflict', remote_status: 409, provider_code: 'idempotency_key_conflict', operation: 'run_start' });
+    const first = await start(h, body, key);
+    const runId = (first.output as { run_id: string }).run_id;
+
+    // Connectors with their own, empty ledgers: only the provider can recognise the key.
+    const { createHermesConnector } = await import('aip-connector-hermes-agent');
+    const startFresh = async (input: Record<string, unknown>) => {
+      const amnesiac = createHermesConnector({ endpoints: [{ id: 'local', baseUrl: h.sim.url, apiKey: API_KEY }] });
+      try {
+        return await amnesiac.invoke({ id: nextId(), capability_id: h.cap('run_start'), input, idempotency_key: key });
+      } finally {
+        await amnesiac.close();
+      }
+    };
+    const again = await startFresh({ body });
+    expect(again.status, JSON.stringify(again.error)).toBe('completed');
+    expect(again.output).toEqual({ run_id: runId, status: 'started', replayed: true });
+    expect(h.sim.startCount()).toBe(1);
+
+    const other = await startFresh({ body, session_key: 'scope-b' });
+    expectFailure(other, { code: 'conflict', remote_status: 409, provider_code: 'idempotency_key_conflict', operation: 'run_start' });
+    expect(h.sim.startCount()).toBe(1);
   });
 
   it('stop on a finished run returns completed with the status object', async () => {

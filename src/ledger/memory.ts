@@ -1,0 +1,86 @@
+import type { AipActionResult } from '../types.js';
+import type { ClaimRequest, ClaimResult, IdempotencyRecord, IdempotencyScope, RunEvidence, RunEvidencePatch, RunLedger } from './types.js';
+import { isOpen } from './run-status.js';
+
+/** The default ledger: correct within one process, gone when it exits. */
+export function createMemoryLedger(): RunLedger {
+  const records = new Map<string, IdempotencyRecord>();
+  const runs = new Map<string, RunEvidence>();
+  const keyOf = (scope: IdempotencyScope) => JSON.stringify([scope.capability_id, scope.idempotency_key]);
+  const owned = (scope: IdempotencyScope, owner: string) => {
+    const record = records.get(keyOf(scope));
+    return record?.state === 'in_flight' && record.lease_owner === owner ? record : undefined;
+  };
+  const copy = <T>(value: T): T => structuredClone(value);
+
+  return {
+    kind: 'memory',
+    async claim(request: ClaimRequest): Promise<ClaimResult> {
+      const key = keyOf(request);
+      const existing = records.get(key);
+      if (existing && existing.expires_at > request.now) return { claimed: false, record: copy(existing) };
+      records.set(key, {
+        capability_id: request.capability_id,
+        idempotency_key: request.idempotency_key,
+        fingerprint: request.fingerprint,
+        action_id: request.action_id,
+        state: 'in_flight',
+        result: null,
+        lease_owner: request.owner,
+        lease_expires_at: request.lease_expires_at,
+        created_at: request.now,
+        expires_at: request.expires_at,
+      });
+      return { claimed: true };
+    },
+    async get(scope, now) {
+      const record = records.get(keyOf(scope));
+      return record && record.expires_at > now ? copy(record) : undefined;
+    },
+    async renewLease(scope, owner, leaseExpiresAt) {
+      const record = owned(scope, owner);
+      if (record) record.lease_expires_at = leaseExpiresAt;
+      return record !== undefined;
+    },
+    async settle(scope, owner, result: AipActionResult) {
+      const record = owned(scope, owner);
+      if (!record) return;
+      Object.assign(record, { state: 'done', result: copy(result), lease_owner: null, lease_expires_at: null });
+    },
+    async release(scope, owner) {
+      if (owned(scope, owner)) records.delete(keyOf(scope));
+    },
+    async settleAbandoned(scope, now, result) {
+      const record = records.get(keyOf(scope));
+      if (record?.state !== 'in_flight' || (record.lease_expires_at ?? 0) >= now) return false;
+      Object.assign(record, { state: 'done', result: copy(result), lease_owner: null, lease_expires_at: null });
+      return true;
+    },
+    async purgeExpired(now) {
+      let purged = 0;
+      for (const [key, record] of records) {
+        if (record.expires_at <= now) {
+          records.delete(key);
+          purged++;
+        }
+      }
+      return purged;
+    },
+    async recordRun(evidence) {
+      runs.set(evidence.action_id, copy(evidence));
+    },
+    async updateRun(runId, endpointId, patch: RunEvidencePatch) {
+      for (const evidence of runs.values()) {
+        if (evidence.run_id === runId && evidence.endpoint_id === endpointId) Object.assign(evidence, patch);
+      }
+    },
+    async evidence(actionIdOrRunId) {
+      const found = runs.get(actionIdOrRunId) ?? [...runs.values()].find((evidence) => evidence.run_id === actionIdOrRunId);
+      return found ? copy(found) : null;
+    },
+    async openRuns() {
+      return [...runs.values()].filter(isOpen).map(copy);
+    },
+    async close() {},
+  };
+}

@@ -1,0 +1,53 @@
+/**
+ * The ledger's schema, in versions. SQLite and PostgreSQL share this DDL: BIGINT and TEXT
+ * mean the same in both, and booleans are stored as 0/1 integers.
+ */
+export interface Migration {
+  version: number;
+  statements: string[];
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    statements: [
+      `CREATE TABLE idempotency_records (
+        capability_id TEXT NOT NULL,
+        idempotency_key TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        action_id TEXT NOT NULL,
+        state TEXT NOT NULL,
+        result TEXT,
+        lease_owner TEXT,
+        lease_expires_at BIGINT,
+        created_at BIGINT NOT NULL,
+        expires_at BIGINT NOT NULL,
+        PRIMARY KEY (capability_id, idempotency_key)
+      )`,
+      `CREATE INDEX idempotency_records_expires_at ON idempotency_records (expires_at)`,
+      `CREATE TABLE run_bindings (
+        action_id TEXT PRIMARY KEY,
+        capability_id TEXT NOT NULL,
+        endpoint_id TEXT NOT NULL,
+        tenant_id TEXT,
+        run_id TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        credential_revision TEXT,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        last_status TEXT NOT NULL,
+        terminal_event TEXT,
+        evidence_lost INTEGER NOT NULL DEFAULT 0
+      )`,
+      `CREATE INDEX run_bindings_run_id ON run_bindings (run_id, endpoint_id)`,
+    ],
+  },
+];
+
+export const MIGRATIONS_TABLE = `CREATE TABLE IF NOT EXISTS ledger_schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)`;
+
+/** Migrations newer than what the database reports as applied, in order. */
+export function pendingMigrations(applied: Iterable<number>): Migration[] {
+  const done = new Set(applied);
+  return MIGRATIONS.filter((migration) => !done.has(migration.version));
+}

@@ -1,0 +1,56 @@
+import type BetterSqlite3 from 'better-sqlite3';
+import { ConnectorConfigError } from '../config.js';
+import { MIGRATIONS_TABLE, pendingMigrations } from './migrations.js';
+import { loadOptional } from './optional-module.js';
+import { createSqlLedger, type SqlExecutor, type SqlRow } from './sql-ledger.js';
+import type { RunLedger } from './types.js';
+
+export interface SqliteLedgerOptions {
+  /** The database file (created when missing), or ':memory:'. */
+  path: string;
+}
+
+/** A durable ledger in one SQLite file (better-sqlite3 12): the embedded default for a single host. */
+export function createSqliteLedger(options: SqliteLedgerOptions): RunLedger {
+  if (typeof options?.path !== 'string' || options.path === '') {
+    throw new ConnectorConfigError('invalid_ledger', 'createSqliteLedger needs a `path`');
+  }
+  const Database = loadOptional<typeof BetterSqlite3>('better-sqlite3', 'better-sqlite3@12', 'createSqliteLedger');
+  const db = new Database(options.path);
+  db.pragma('journal_mode = WAL');
+  db.pragma('busy_timeout = 5000');
+  db.pragma('synchronous = NORMAL');
+  const statements = new Map<string, BetterSqlite3.Statement>();
+  const prepare = (sql: string) => {
+    let statement = statements.get(sql);
+    if (!statement) {
+      statement = db.prepare(sql);
+      statements.set(sql, statement);
+    }
+    return statement;
+  };
+
+  const executor: SqlExecutor = {
+    async migrate() {
+      // Synchronous and IMMEDIATE: two processes opening one file cannot both apply a version.
+      db.transaction(() => {
+        db.exec(MIGRATIONS_TABLE);
+        const applied = db.prepare('SELECT version FROM ledger_schema_migrations').all() as Array<{ version: number }>;
+        for (const migration of pendingMigrations(applied.map((row) => row.version))) {
+          for (const statement of migration.statements) db.exec(statement);
+          db.prepare('INSERT INTO ledger_schema_migrations (version, applied_at) VALUES (?, ?)').run(migration.version, Date.now());
+        }
+      }).immediate();
+    },
+    async all(sql, params) {
+      return prepare(sql).all(...params) as SqlRow[];
+    },
+    async run(sql, params) {
+      return prepare(sql).run(...params).changes;
+    },
+    async close() {
+      if (db.open) db.close();
+    },
+  };
+  return createSqlLedger('sqlite', executor);
+}

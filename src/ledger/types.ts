@@ -1,0 +1,81 @@
+import type { AipActionResult } from '../types.js';
+
+/** What the connector keeps about a run it started: the evidence Hermes itself forgets. */
+export interface RunEvidence {
+  action_id: string;
+  capability_id: string;
+  endpoint_id: string;
+  tenant_id: string | null;
+  run_id: string;
+  session_id: string;
+  /** A short hash of the endpoint credential in force when the run started; never the key. */
+  credential_revision: string | null;
+  /** Epoch ms. */
+  created_at: number;
+  updated_at: number;
+  last_status: string;
+  terminal_event: string | null;
+  /** Hermes no longer knows the run (retention expiry or restart): what happened is not known from the provider. */
+  evidence_lost: boolean;
+}
+
+export type RunEvidencePatch = Partial<Pick<RunEvidence, 'last_status' | 'terminal_event' | 'evidence_lost'>> & { updated_at: number };
+
+/** An idempotency scope: the capability and the caller's key. */
+export interface IdempotencyScope {
+  capability_id: string;
+  idempotency_key: string;
+}
+
+export interface IdempotencyRecord extends IdempotencyScope {
+  fingerprint: string;
+  action_id: string;
+  state: 'in_flight' | 'done';
+  /** The stored result, once settled. */
+  result: AipActionResult | null;
+  lease_owner: string | null;
+  /** Epoch ms after which an in-flight claim's owner is presumed dead. */
+  lease_expires_at: number | null;
+  created_at: number;
+  expires_at: number;
+}
+
+export interface ClaimRequest extends IdempotencyScope {
+  fingerprint: string;
+  action_id: string;
+  owner: string;
+  now: number;
+  lease_expires_at: number;
+  expires_at: number;
+}
+
+/** Either this caller now owns the key, or someone else's record stands. */
+export type ClaimResult = { claimed: true } | { claimed: false; record: IdempotencyRecord };
+
+/**
+ * Durable storage behind the connector's idempotency and run evidence. Every method is
+ * atomic on its own; the protocol that uses them lives in idempotency.ts.
+ */
+export interface RunLedger {
+  readonly kind: string;
+  /** Inserts an in-flight claim unless a live record exists (an expired one is replaced). */
+  claim(request: ClaimRequest): Promise<ClaimResult>;
+  get(scope: IdempotencyScope, now: number): Promise<IdempotencyRecord | undefined>;
+  /** Extends the owner's lease; false when the claim is no longer the owner's. */
+  renewLease(scope: IdempotencyScope, owner: string, leaseExpiresAt: number): Promise<boolean>;
+  /** Stores the outcome of the owner's claim. */
+  settle(scope: IdempotencyScope, owner: string, result: AipActionResult): Promise<void>;
+  /** Drops the owner's claim: the provider certainly did nothing, so the key may be used again. */
+  release(scope: IdempotencyScope, owner: string): Promise<void>;
+  /** Settles a claim whose owner's lease expired before `now` with `result`; false when it was not such a claim. */
+  settleAbandoned(scope: IdempotencyScope, now: number, result: AipActionResult): Promise<boolean>;
+  /** Deletes records whose time-to-live passed; returns how many. */
+  purgeExpired(now: number): Promise<number>;
+
+  recordRun(evidence: RunEvidence): Promise<void>;
+  updateRun(runId: string, endpointId: string, patch: RunEvidencePatch): Promise<void>;
+  evidence(actionIdOrRunId: string): Promise<RunEvidence | null>;
+  /** Bindings whose run has not reached a terminal state and whose evidence is not lost. */
+  openRuns(): Promise<RunEvidence[]>;
+  close(): Promise<void>;
+}
