@@ -6,3 +6,6 @@ export type * from './types.js';
 export { OPERATION_NAMES } from './types.js';
 export { createMemoryLedger, createSqliteLedger, createPostgresLedger } from './ledger/index.js';
 export type { RunEvidence, RunLedger, SqliteLedgerOptions, PostgresLedgerOptions } from './ledger/index.js';
+export { createHermBridge, applyToolUpdate } from './bridge/index.js';
+export type { HermBridge, HermBridgeOptions, HermToolUseEvent, HermApprovalRequest, HermApprovalDecision, HermHistoryEvent } from './bridge/index.js';
+export type { BridgeJob } from './ledger/index.js';

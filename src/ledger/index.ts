@@ -1,4 +1,4 @@
 export { createMemoryLedger } from './memory.js';
 export { createSqliteLedger, type SqliteLedgerOptions } from './sqlite.js';
 export { createPostgresLedger, type PostgresLedgerOptions } from './postgres.js';
-export type { RunEvidence, RunLedger, IdempotencyRecord, IdempotencyScope, ClaimRequest, ClaimResult, RunEvidencePatch } from './types.js';
+export type { BridgeJob, BridgeJobPatch, RunEvidence, RunLedger, IdempotencyRecord, IdempotencyScope, ClaimRequest, ClaimResult, RunEvidencePatch } from './types.js';

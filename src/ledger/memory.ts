@@ -1,11 +1,13 @@
 import type { AipActionResult } from '../types.js';
-import type { ClaimRequest, ClaimResult, IdempotencyRecord, IdempotencyScope, RunEvidence, RunEvidencePatch, RunLedger } from './types.js';
+import type { BridgeJob, ClaimRequest, ClaimResult, IdempotencyRecord, IdempotencyScope, RunEvidence, RunEvidencePatch, RunLedger } from './types.js';
 import { isOpen } from './run-status.js';
 
 /** The default ledger: correct within one process, gone when it exits. */
 export function createMemoryLedger(): RunLedger {
   const records = new Map<string, IdempotencyRecord>();
   const runs = new Map<string, RunEvidence>();
+  const jobs = new Map<string, BridgeJob>();
+  const jobKey = (sessionId: string, toolUseId: string) => JSON.stringify([sessionId, toolUseId]);
   const keyOf = (scope: IdempotencyScope) => JSON.stringify([scope.capability_id, scope.idempotency_key]);
   const owned = (scope: IdempotencyScope, owner: string) => {
     const record = records.get(keyOf(scope));
@@ -80,6 +82,23 @@ export function createMemoryLedger(): RunLedger {
     },
     async openRuns() {
       return [...runs.values()].filter(isOpen).map(copy);
+    },
+    async createJob(job) {
+      const key = jobKey(job.session_id, job.tool_use_id);
+      if (jobs.has(key)) return false;
+      jobs.set(key, copy(job));
+      return true;
+    },
+    async updateJob(sessionId, toolUseId, patch) {
+      const job = jobs.get(jobKey(sessionId, toolUseId));
+      if (job) Object.assign(job, patch);
+    },
+    async job(sessionId, toolUseId) {
+      const job = jobs.get(jobKey(sessionId, toolUseId));
+      return job ? copy(job) : null;
+    },
+    async unfinishedJobs() {
+      return [...jobs.values()].filter((job) => job.state !== 'done').map(copy);
     },
     async close() {},
   };

@@ -42,6 +42,29 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX run_bindings_run_id ON run_bindings (run_id, endpoint_id)`,
     ],
   },
+  {
+    version: 2,
+    statements: [
+      `CREATE TABLE herm_jobs (
+        session_id TEXT NOT NULL,
+        tool_use_id TEXT NOT NULL,
+        tool_name TEXT NOT NULL,
+        tool_input TEXT NOT NULL,
+        action_id TEXT NOT NULL,
+        idempotency_key TEXT NOT NULL,
+        run_id TEXT,
+        state TEXT NOT NULL,
+        kickoff TEXT NOT NULL,
+        kickoff_event_id TEXT,
+        final_status TEXT,
+        final_event_id TEXT,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        PRIMARY KEY (session_id, tool_use_id)
+      )`,
+      `CREATE INDEX herm_jobs_state ON herm_jobs (state)`,
+    ],
+  },
 ];
 
 export const MIGRATIONS_TABLE = `CREATE TABLE IF NOT EXISTS ledger_schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)`;

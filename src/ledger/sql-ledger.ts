@@ -1,6 +1,6 @@
 import type { AipActionResult } from '../types.js';
 import { TERMINAL_STATUSES } from './run-status.js';
-import type { ClaimRequest, IdempotencyRecord, IdempotencyScope, RunEvidence, RunLedger } from './types.js';
+import type { BridgeJob, ClaimRequest, IdempotencyRecord, IdempotencyScope, RunEvidence, RunLedger } from './types.js';
 
 export type SqlRow = Record<string, unknown>;
 
@@ -16,6 +16,8 @@ export interface SqlExecutor {
 const RECORD_COLUMNS = 'capability_id, idempotency_key, fingerprint, action_id, state, result, lease_owner, lease_expires_at, created_at, expires_at';
 const RUN_COLUMNS =
   'action_id, capability_id, endpoint_id, tenant_id, run_id, session_id, credential_revision, created_at, updated_at, last_status, terminal_event, evidence_lost';
+const JOB_COLUMNS =
+  'session_id, tool_use_id, tool_name, tool_input, action_id, idempotency_key, run_id, state, kickoff, kickoff_event_id, final_status, final_event_id, created_at, updated_at';
 const SCOPE = 'capability_id = ? AND idempotency_key = ?';
 const TERMINAL_LIST = [...TERMINAL_STATUSES].map((status) => `'${status}'`).join(', ');
 
@@ -125,6 +127,43 @@ export function createSqlLedger(kind: string, executor: SqlExecutor): RunLedger 
       );
       return rows.map(toEvidence);
     },
+    async createJob(job) {
+      const changed = await (await db()).run(
+        `INSERT INTO herm_jobs (${JOB_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_id, tool_use_id) DO NOTHING`,
+        [
+          job.session_id,
+          job.tool_use_id,
+          job.tool_name,
+          JSON.stringify(job.tool_input),
+          job.action_id,
+          job.idempotency_key,
+          job.run_id,
+          job.state,
+          job.kickoff,
+          job.kickoff_event_id,
+          job.final_status,
+          job.final_event_id,
+          job.created_at,
+          job.updated_at,
+        ],
+      );
+      return changed > 0;
+    },
+    async updateJob(sessionId, toolUseId, patch) {
+      const fields = (['run_id', 'state', 'kickoff', 'kickoff_event_id', 'final_status', 'final_event_id'] as const).filter((field) => patch[field] !== undefined);
+      await (await db()).run(
+        `UPDATE herm_jobs SET updated_at = ?${fields.map((field) => `, ${field} = ?`).join('')} WHERE session_id = ? AND tool_use_id = ?`,
+        [patch.updated_at, ...fields.map((field) => patch[field]), sessionId, toolUseId],
+      );
+    },
+    async job(sessionId, toolUseId) {
+      const rows = await (await db()).all(`SELECT ${JOB_COLUMNS} FROM herm_jobs WHERE session_id = ? AND tool_use_id = ?`, [sessionId, toolUseId]);
+      return rows[0] ? toJob(rows[0]) : null;
+    },
+    async unfinishedJobs() {
+      const rows = await (await db()).all(`SELECT ${JOB_COLUMNS} FROM herm_jobs WHERE state <> 'done' ORDER BY created_at`, []);
+      return rows.map(toJob);
+    },
     async close() {
       await ready?.catch(() => undefined);
       await executor.close();
@@ -166,5 +205,24 @@ function toEvidence(row: SqlRow): RunEvidence {
     last_status: String(row.last_status),
     terminal_event: strOrNull(row.terminal_event),
     evidence_lost: num(row.evidence_lost) !== 0,
+  };
+}
+
+function toJob(row: SqlRow): BridgeJob {
+  return {
+    session_id: String(row.session_id),
+    tool_use_id: String(row.tool_use_id),
+    tool_name: String(row.tool_name),
+    tool_input: JSON.parse(String(row.tool_input)) as Record<string, unknown>,
+    action_id: String(row.action_id),
+    idempotency_key: String(row.idempotency_key),
+    run_id: strOrNull(row.run_id),
+    state: String(row.state) as BridgeJob['state'],
+    kickoff: String(row.kickoff) as BridgeJob['kickoff'],
+    kickoff_event_id: strOrNull(row.kickoff_event_id),
+    final_status: strOrNull(row.final_status) as BridgeJob['final_status'],
+    final_event_id: strOrNull(row.final_event_id),
+    created_at: num(row.created_at),
+    updated_at: num(row.updated_at),
   };
 }

@@ -19,6 +19,29 @@ export interface RunEvidence {
   evidence_lost: boolean;
 }
 
+/** The Herm bridge's record of one custom tool call turned into a Hermes run. */
+export interface BridgeJob {
+  session_id: string;
+  tool_use_id: string;
+  tool_name: string;
+  /** The tool input as received: replaying the start after a restart needs the same input. */
+  tool_input: Record<string, unknown>;
+  action_id: string;
+  idempotency_key: string;
+  run_id: string | null;
+  /** starting → running → done; a job not `done` is resumed by recover(). */
+  state: 'starting' | 'running' | 'done';
+  /** What became of the `running` kickoff result. */
+  kickoff: 'pending' | 'accepted' | 'expired' | 'unknown' | 'skipped';
+  kickoff_event_id: string | null;
+  final_status: 'completed' | 'failed' | null;
+  final_event_id: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export type BridgeJobPatch = Partial<Pick<BridgeJob, 'run_id' | 'state' | 'kickoff' | 'kickoff_event_id' | 'final_status' | 'final_event_id'>> & { updated_at: number };
+
 export type RunEvidencePatch = Partial<Pick<RunEvidence, 'last_status' | 'terminal_event' | 'evidence_lost'>> & { updated_at: number };
 
 /** An idempotency scope: the capability and the caller's key. */
@@ -77,5 +100,12 @@ export interface RunLedger {
   evidence(actionIdOrRunId: string): Promise<RunEvidence | null>;
   /** Bindings whose run has not reached a terminal state and whose evidence is not lost. */
   openRuns(): Promise<RunEvidence[]>;
+
+  /** Inserts a job unless one exists for (session, tool_use_id); returns whether it was new. */
+  createJob(job: BridgeJob): Promise<boolean>;
+  updateJob(sessionId: string, toolUseId: string, patch: BridgeJobPatch): Promise<void>;
+  job(sessionId: string, toolUseId: string): Promise<BridgeJob | null>;
+  /** Jobs whose final result was not accepted yet, oldest first. */
+  unfinishedJobs(): Promise<BridgeJob[]>;
   close(): Promise<void>;
 }

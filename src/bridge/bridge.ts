@@ -1,0 +1,400 @@
+import { createHash } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Dispatcher } from 'undici';
+import { ConnectorConfigError } from '../config.js';
+import { typedId } from '../ids.js';
+import { createMemoryLedger } from '../ledger/memory.js';
+import { TERMINAL_STATUSES } from '../ledger/run-status.js';
+import type { BridgeJob, BridgeJobPatch, RunLedger } from '../ledger/types.js';
+import { connectorLogger } from '../logger.js';
+import { Secret } from '../secret.js';
+import type { AipActionResult, AipStreamChunk, ApprovalGrant, ExecutionContext, HermesConnector, HermesSseEvent, RunEventsOutput } from '../types.js';
+import { HermClient, type PostOutcome, type ToolResultEvent } from './herm-client.js';
+import { subscribeToSession } from './session-stream.js';
+
+export interface HermToolUseEvent {
+  type: 'agent.custom_tool_use';
+  id?: string;
+  tool_use_id: string;
+  name: string;
+  input: Record<string, unknown>;
+}
+
+export interface HermApprovalRequest {
+  sessionId: string;
+  toolUseId: string;
+  runId: string;
+  /** The Hermes `approval.request` event: command, pattern_key(s), description, choices. */
+  event: Record<string, unknown>;
+}
+
+/** An answer to a Hermes approval: the provider choice and the AIP grant that authorizes sending it (its inputSnapshot must be `{ run_id, choice }`). */
+export interface HermApprovalDecision {
+  choice: 'once' | 'session' | 'always' | 'deny';
+  grant: ApprovalGrant;
+}
+
+export interface HermBridgeOptions {
+  herm: { baseUrl: string; apiKey: string; dispatcher?: Dispatcher };
+  connector: HermesConnector;
+  /** The configured Hermes endpoint that runs the work. */
+  endpointId: string;
+  /** Where job records live (default: in memory). Use the connector's durable ledger to recover after a restart. */
+  ledger?: RunLedger;
+  logger?: Logger;
+  onApproval?: (request: HermApprovalRequest) => HermApprovalDecision | null | undefined | Promise<HermApprovalDecision | null | undefined>;
+  /** The trusted execution context for the bridge's own actions (tenant, actor). */
+  context?: Pick<ExecutionContext, 'tenantId' | 'actor' | 'traceId' | 'sessionId'>;
+  /** The Herm session event stream route for subscribe(); `{session_id}` is replaced. */
+  streamRoute?: string;
+  /** Final-result retries (default 8 attempts, 250 ms doubling to 10 s). */
+  finalRetry?: { attempts?: number; baseDelayMs?: number; maxDelayMs?: number };
+  /** Status polling after a stream ends without a terminal event (default 500 ms doubling to 15 s). */
+  statusPoll?: { baseDelayMs?: number; maxDelayMs?: number };
+  /** How long one run is followed before the bridge reports it as not finished (default 6 h). */
+  maxRunMs?: number;
+}
+
+export interface HermBridge {
+  /** Handles one Herm event; `agent.custom_tool_use` starts (once) a Hermes run. Resolves once the kickoff is settled. */
+  handleEvent(sessionId: string, event: unknown): Promise<BridgeJob | null>;
+  /** Reads a Herm session's event stream and handles its tool calls until `signal` aborts or the stream ends. */
+  subscribe(sessionId: string, options?: { signal?: AbortSignal }): Promise<void>;
+  /** Resolves when every job this bridge started has posted its final result or stopped trying. */
+  idle(): Promise<void>;
+  /** After a restart: resumes every job whose final result was not accepted. */
+  recover(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** The outcome a final result reports. */
+interface Finale {
+  status: 'completed' | 'failed';
+  text: string;
+}
+
+const DEFAULT_STREAM_ROUTE = '/v1/sessions/{session_id}/stream';
+
+/**
+ * The long-running tool pattern: a Herm agent's custom tool call becomes one governed Hermes
+ * run. The bridge answers `running` at once, follows the run to its end, and posts the final
+ * result with the same tool_use_id; every step is recorded so a restart resumes it.
+ */
+export function createHermBridge(options: HermBridgeOptions): HermBridge {
+  const settings = resolveBridgeOptions(options);
+  const { connector, endpointId } = settings;
+  const ledger = options.ledger ?? createMemoryLedger();
+  const logger = connectorLogger(options.logger).child({ component: 'herm-bridge' });
+  const herm = new HermClient(settings.origin, settings.apiKey, options.herm.dispatcher);
+  const closing = new AbortController();
+  const active = new Map<string, Promise<void>>();
+  const now = () => Date.now();
+  const cap = (operation: string) => `cap:hermes_agent:${endpointId}:${operation}`;
+  const context = (extra: Partial<ExecutionContext> = {}): ExecutionContext => ({ ...options.context, signal: closing.signal, ...extra });
+  const update = (job: BridgeJob, patch: Omit<BridgeJobPatch, 'updated_at'>) => {
+    Object.assign(job, patch, { updated_at: now() });
+    return ledger.updateJob(job.session_id, job.tool_use_id, { ...patch, updated_at: job.updated_at });
+  };
+
+  /** Runs a job's remaining steps once per process, whatever asks for it. */
+  const drive = (job: BridgeJob, steps: (job: BridgeJob) => Promise<void>): Promise<void> => {
+    const key = `${job.session_id}\n${job.tool_use_id}`;
+    const running = active.get(key);
+    if (running) return running;
+    const work = steps(job)
+      .catch((error: unknown) => logger.error({ session_id: job.session_id, tool_use_id: job.tool_use_id, err: errorName(error) }, 'herm job stopped'))
+      .finally(() => active.delete(key));
+    active.set(key, work);
+    return work;
+  };
+
+  async function start(job: BridgeJob): Promise<AipActionResult> {
+    return connector.invoke(
+      { id: job.action_id, capability_id: cap('run_start'), input: { body: runBodyOf(job.tool_input) }, idempotency_key: job.idempotency_key },
+      context(),
+    );
+  }
+
+  async function kickoff(job: BridgeJob): Promise<void> {
+    const text = `Started Hermes run ${job.run_id}. I will report its result when it finishes.`;
+    const outcome = await postWithRetry(job, { status: 'running', text }, false);
+    if (outcome.kind === 'accepted') await update(job, { kickoff: 'accepted', kickoff_event_id: eventIdOf(outcome) });
+    else if (outcome.kind === 'expired') await update(job, { kickoff: 'expired' });
+    else await update(job, { kickoff: 'unknown' });
+    logger.info({ session_id: job.session_id, tool_use_id: job.tool_use_id, run_id: job.run_id, kickoff: job.kickoff }, 'herm kickoff');
+  }
+
+  async function finish(job: BridgeJob, finale: Finale): Promise<void> {
+    const outcome = await postWithRetry(job, finale, true);
+    if (outcome.kind !== 'accepted') {
+      // Left unfinished on purpose: recover() posts it again, and Herm keeps final results idempotent.
+      logger.error({ session_id: job.session_id, tool_use_id: job.tool_use_id, outcome: outcome.kind }, 'herm final result not accepted');
+      return;
+    }
+    await update(job, { state: 'done', final_status: finale.status, final_event_id: eventIdOf(outcome) });
+  }
+
+  /**
+   * Posts one tool result. A final result is idempotent by (session, tool_use_id), so it is
+   * retried on 5xx, 429 and transport errors with bounded backoff; a kickoff only when Herm
+   * certainly did not take it (429, nothing sent). 410 response_expired is never retried.
+   */
+  async function postWithRetry(job: BridgeJob, result: Finale | { status: 'running'; text: string }, final: boolean): Promise<PostOutcome> {
+    const event: ToolResultEvent = {
+      type: 'user.custom_tool_result',
+      tool_use_id: job.tool_use_id,
+      content: [{ type: 'text', text: result.text }],
+      status: result.status,
+      is_error: result.status === 'failed',
+    };
+    const { attempts, baseDelayMs, maxDelayMs } = settings.finalRetry;
+    let outcome: PostOutcome = { kind: 'unknown', reason: 'not sent' };
+    for (let attempt = 0; attempt < attempts && !closing.signal.aborted; attempt++) {
+      outcome = await herm.postResult(job.session_id, event, closing.signal);
+      const again = outcome.kind === 'retryable' || (final && outcome.kind === 'unknown');
+      if (!again) return outcome;
+      await sleep(Math.min(maxDelayMs, baseDelayMs * 2 ** attempt), closing.signal);
+    }
+    return outcome;
+  }
+
+  /** Follows the run to its end: the event stream first, then status polling with backoff. */
+  async function follow(job: BridgeJob): Promise<Finale | undefined> {
+    const runId = job.run_id as string;
+    const deadline = job.created_at + settings.maxRunMs;
+    const events = await connector.invoke(
+      { id: typedId('act_'), capability_id: cap('run_events'), input: { run_id: runId, max_events: 100_000 } },
+      context({ deadline, onChunk: (chunk) => answerApproval(job, chunk) }),
+    );
+    if (closing.signal.aborted) return undefined;
+    const fromStream = finaleOfEvents(runId, events);
+    if (fromStream) return fromStream;
+    for (let attempt = 0; !closing.signal.aborted; attempt++) {
+      const status = await connector.invoke({ id: typedId('act_'), capability_id: cap('run_status'), input: { run_id: runId } }, context());
+      const finale = finaleOfStatus(runId, status);
+      if (finale) return finale;
+      if (now() >= deadline) return { status: 'failed', text: `Hermes run ${runId} did not finish within the time the bridge follows a run; it may still be running.` };
+      await sleep(Math.min(settings.statusPoll.maxDelayMs, settings.statusPoll.baseDelayMs * 2 ** attempt), closing.signal);
+    }
+    return undefined;
+  }
+
+  async function answerApproval(job: BridgeJob, chunk: AipStreamChunk): Promise<void> {
+    if (chunk.kind !== 'pending_approval' || !options.onApproval) return;
+    const event = ((chunk.data as { hermes_sse?: HermesSseEvent }).hermes_sse?.data ?? {}) as Record<string, unknown>;
+    const runId = job.run_id as string;
+    let decision: HermApprovalDecision | null | undefined;
+    try {
+      decision = await options.onApproval({ sessionId: job.session_id, toolUseId: job.tool_use_id, runId, event });
+    } catch (error) {
+      logger.error({ run_id: runId, err: errorName(error) }, 'onApproval failed; nothing was approved');
+      return;
+    }
+    if (!decision) return;
+    const input = { run_id: runId, choice: decision.choice };
+    // Answered without blocking the event reader: the run only moves on once Hermes has the answer.
+    void connector
+      .invoke({ id: typedId('act_'), capability_id: cap('run_approval'), input, idempotency_key: `herm-approval-${chunk.sequence}-${job.idempotency_key}` }, context({ approval: decision.grant }))
+      .then((result) => logger.info({ run_id: runId, status: result.status, code: result.error?.code }, 'hermes approval answered'));
+  }
+
+  /** From a recorded start to an accepted final result. */
+  async function runToEnd(job: BridgeJob): Promise<void> {
+    if (job.kickoff === 'pending') await kickoff(job);
+    const finale = await follow(job);
+    if (finale) await finish(job, finale);
+  }
+
+  async function handleToolUse(sessionId: string, event: HermToolUseEvent): Promise<BridgeJob | null> {
+    const key = idempotencyKeyOf(sessionId, event.tool_use_id);
+    const created = now();
+    const job: BridgeJob = {
+      session_id: sessionId,
+      tool_use_id: event.tool_use_id,
+      tool_name: event.name,
+      tool_input: event.input,
+      action_id: `herm_${key.slice('herm-'.length, 'herm-'.length + 32)}`,
+      idempotency_key: key,
+      run_id: null,
+      state: 'starting',
+      kickoff: 'pending',
+      kickoff_event_id: null,
+      final_status: null,
+      final_event_id: null,
+      created_at: created,
+      updated_at: created,
+    };
+    if (!(await ledger.createJob(job))) return ledger.job(sessionId, event.tool_use_id); // a redelivery: never a second run
+    const started = await start(job);
+    if (started.status !== 'completed') {
+      const uncertain = started.error?.details?.uncertain_outcome === true;
+      const finale: Finale = {
+        status: 'failed',
+        text: uncertain
+          ? `Starting the Hermes run failed and whether it started is unknown (${started.error?.code}); it was not retried. Ask again to try once more.`
+          : `The Hermes run could not be started: ${started.error?.message ?? started.status} (${started.error?.code ?? started.status}).`,
+      };
+      await update(job, { kickoff: 'skipped', state: 'running' });
+      void drive(job, (current) => finish(current, finale));
+      return job;
+    }
+    await update(job, { run_id: (started.output as { run_id: string }).run_id, state: 'running' });
+    await kickoff(job);
+    void drive(job, runToEnd);
+    return job;
+  }
+
+  async function recoverJob(job: BridgeJob): Promise<void> {
+    if (job.run_id === null) {
+      // The process stopped during the start. Only the connector's own evidence can say whether a run exists.
+      const evidence = await connector.evidence(job.action_id);
+      if (!evidence) {
+        await update(job, { state: 'running', kickoff: job.kickoff === 'pending' ? 'skipped' : job.kickoff });
+        return finish(job, {
+          status: 'failed',
+          text: 'The bridge stopped while starting the Hermes run; whether it started is unknown, and it was not started again. Ask again to retry.',
+        });
+      }
+      await update(job, { run_id: evidence.run_id, state: 'running' });
+    }
+    const status = await connector.invoke({ id: typedId('act_'), capability_id: cap('run_status'), input: { run_id: job.run_id as string } }, context());
+    const known = finaleOfStatus(job.run_id as string, status);
+    if (known) return finish(job, known);
+    return runToEnd(job);
+  }
+
+  return {
+    async handleEvent(sessionId, event) {
+      if (closing.signal.aborted) throw new Error('the Herm bridge is closed');
+      const toolUse = asToolUse(event);
+      if (typeof sessionId !== 'string' || sessionId === '' || !toolUse) return null;
+      const running = active.get(`${sessionId}\n${toolUse.tool_use_id}`);
+      if (running) return ledger.job(sessionId, toolUse.tool_use_id);
+      return handleToolUse(sessionId, toolUse);
+    },
+    subscribe(sessionId, subscribeOptions = {}) {
+      const signal = AbortSignal.any([closing.signal, ...(subscribeOptions.signal ? [subscribeOptions.signal] : [])]);
+      return subscribeToSession({
+        client: herm,
+        origin: settings.origin,
+        path: settings.streamRoute.replace('{session_id}', encodeURIComponent(sessionId)),
+        signal,
+        onEvent: async (event) => {
+          await this.handleEvent(sessionId, event);
+        },
+      });
+    },
+    async idle() {
+      while (active.size > 0) await Promise.allSettled([...active.values()]);
+    },
+    async recover() {
+      for (const job of await ledger.unfinishedJobs()) void drive(job, recoverJob);
+    },
+    async close() {
+      closing.abort();
+      await Promise.allSettled([...active.values()]);
+      await herm.close();
+      if (!options.ledger) await ledger.close();
+    },
+  };
+}
+
+/** What the run's event stream says, when it reached a terminal event. */
+function finaleOfEvents(runId: string, result: AipActionResult): Finale | undefined {
+  const output = result.output as RunEventsOutput | undefined;
+  const last = output?.terminal ? output.events[output.events.length - 1] : undefined;
+  if (!last) return undefined;
+  if (last.event === 'run.completed') return { status: 'completed', text: textOf(last.data.output) || output?.text || '(no output)' };
+  if (last.event === 'run.cancelled') return { status: 'failed', text: `Hermes run ${runId} was cancelled (run.cancelled) before it finished.` };
+  return { status: 'failed', text: `Hermes run ${runId} failed (run.failed): ${textOf(last.data.error) || 'no error text'}` };
+}
+
+/** What a status read says: a terminal status, or Hermes no longer knowing the run. */
+function finaleOfStatus(runId: string, result: AipActionResult): Finale | undefined {
+  if (result.error?.code === 'connector.hermes_agent.not_found') {
+    return {
+      status: 'failed',
+      text: `Evidence lost: Hermes no longer knows run ${runId} (restart or retention expiry). Whether it finished, and what it did, is unknown; this is not a success.`,
+    };
+  }
+  const status = result.status === 'completed' ? (result.output as { status?: string; output?: unknown; error?: unknown }) : undefined;
+  if (!status?.status || !TERMINAL_STATUSES.has(status.status)) return undefined;
+  if (status.status === 'completed') return { status: 'completed', text: textOf(status.output) || '(no output)' };
+  return { status: 'failed', text: `Hermes run ${runId} ended ${status.status}${textOf(status.error) ? `: ${textOf(status.error)}` : ''}` };
+}
+
+/** The tool input as a Hermes run body: `prompt` or `input`, `instructions`, `session_id`. */
+function runBodyOf(input: Record<string, unknown>): Record<string, unknown> {
+  const body: Record<string, unknown> = { input: input.prompt ?? input.input };
+  for (const field of ['instructions', 'session_id'] as const) if (input[field] !== undefined) body[field] = input[field];
+  // Scripted runs for the simulator travel along; a real Hermes ignores the field.
+  if (input.sim_script !== undefined) body.sim_script = input.sim_script;
+  return body;
+}
+
+/** The same (session, tool_use_id) always maps to the same key, so a redelivery or a restart replays instead of starting again. */
+export function idempotencyKeyOf(sessionId: string, toolUseId: string): string {
+  return `herm-${createHash('sha256').update(`${sessionId}\n${toolUseId}`).digest('hex').slice(0, 48)}`;
+}
+
+function asToolUse(event: unknown): HermToolUseEvent | undefined {
+  const candidate = event as Partial<HermToolUseEvent> | null;
+  if (candidate?.type !== 'agent.custom_tool_use') return undefined;
+  if (typeof candidate.tool_use_id !== 'string' || candidate.tool_use_id === '' || typeof candidate.name !== 'string') return undefined;
+  const input = candidate.input;
+  if (input === null || typeof input !== 'object' || Array.isArray(input)) return undefined;
+  return candidate as HermToolUseEvent;
+}
+
+function resolveBridgeOptions(options: HermBridgeOptions) {
+  const invalid = (why: string) => new ConnectorConfigError('invalid_options', `createHermBridge: ${why}`);
+  if (!options?.connector || typeof options.connector.invoke !== 'function') throw invalid('`connector` must be a Hermes connector');
+  if (!options.connector.capability(`cap:hermes_agent:${options.endpointId}:run_start`)) throw invalid('`endpointId` is not an endpoint of the connector');
+  let url: URL;
+  try {
+    url = new URL(options.herm?.baseUrl);
+  } catch {
+    throw invalid('`herm.baseUrl` is not a valid URL');
+  }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.username || url.password || url.pathname !== '/' || url.search || url.hash) {
+    throw invalid('`herm.baseUrl` must be an http(s) origin');
+  }
+  if (typeof options.herm.apiKey !== 'string' || !/^[\x21-\x7e]{1,16384}$/.test(options.herm.apiKey)) throw invalid('`herm.apiKey` must be visible ASCII');
+  const route = options.streamRoute ?? DEFAULT_STREAM_ROUTE;
+  if (!route.startsWith('/') || !route.includes('{session_id}')) throw invalid('`streamRoute` must be a path containing {session_id}');
+  return {
+    connector: options.connector,
+    endpointId: options.endpointId,
+    origin: url.origin,
+    apiKey: new Secret(options.herm.apiKey),
+    streamRoute: route,
+    finalRetry: { attempts: 8, baseDelayMs: 250, maxDelayMs: 10_000, ...options.finalRetry },
+    statusPoll: { baseDelayMs: 500, maxDelayMs: 15_000, ...options.statusPoll },
+    maxRunMs: options.maxRunMs ?? 6 * 60 * 60 * 1000,
+  };
+}
+
+function eventIdOf(outcome: PostOutcome): string | null {
+  return outcome.kind === 'accepted' && typeof outcome.event.id === 'string' ? outcome.event.id : null;
+}
+
+function textOf(value: unknown): string {
+  return typeof value === 'string' ? value : '';
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+function errorName(error: unknown): string {
+  return error instanceof Error ? error.name : typeof error;
+}
