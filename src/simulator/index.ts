@@ -14,6 +14,7 @@
  *   the `stepDelayMs` pause between steps does not (so `stopping` stays observable).
  */
 export { startHermesSimulator } from './hermes-server.js';
+export * from './herm/index.js';
 export { pyJson, pyFloat, PyFloat } from './py-json.js';
 export type {
   HermesSimulator,
