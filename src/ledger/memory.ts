@@ -73,7 +73,7 @@ export function createMemoryLedger(): RunLedger {
     },
     async updateRun(runId, endpointId, patch: RunEvidencePatch) {
       for (const evidence of runs.values()) {
-        if (evidence.run_id === runId && evidence.endpoint_id === endpointId) Object.assign(evidence, patch);
+        if (evidence.run_id === runId && evidence.endpoint_id === endpointId) assignDefined(evidence, patch);
       }
     },
     async evidence(actionIdOrRunId) {
@@ -91,7 +91,7 @@ export function createMemoryLedger(): RunLedger {
     },
     async updateJob(sessionId, toolUseId, patch) {
       const job = jobs.get(jobKey(sessionId, toolUseId));
-      if (job) Object.assign(job, patch);
+      if (job) assignDefined(job, patch);
     },
     async job(sessionId, toolUseId) {
       const job = jobs.get(jobKey(sessionId, toolUseId));
@@ -102,4 +102,11 @@ export function createMemoryLedger(): RunLedger {
     },
     async close() {},
   };
+}
+
+/** Like Object.assign, but a field given as undefined leaves the stored value alone (as the SQL ledgers do). */
+function assignDefined<T extends object>(target: T, patch: Partial<T>): void {
+  for (const [field, value] of Object.entries(patch)) {
+    if (value !== undefined) (target as Record<string, unknown>)[field] = value;
+  }
 }

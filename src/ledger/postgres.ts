@@ -51,7 +51,7 @@ export function createPostgresLedger(options: PostgresLedgerOptions): RunLedger 
       return (await pool.query(numbered(sql), params)).rowCount ?? 0;
     },
     async close() {
-      await pool.end();
+      if (!pool.ended) await pool.end();
     },
   };
   return createSqlLedger('postgres', executor);

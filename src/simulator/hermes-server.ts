@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { collectBody, listen, originOf, type CollectedBody } from './http-common.js';
 import {
   checkIdempotencyKey,
   checkSessionKey,
@@ -43,7 +43,6 @@ import {
   MAX_BODY_BYTES,
   applyHeaders,
   applySecurityHeaders,
-  collectBody,
   headerValue,
   openAiError,
   parseJsonBody,
@@ -52,7 +51,6 @@ import {
   sendHttpText,
   sendJson,
   sendUnhandledError,
-  type CollectedBody,
   type HeaderList,
   type ParsedJson,
 } from './wire.js';
@@ -149,19 +147,11 @@ class HermesSimulatorServer implements HermesSimulator {
   }
 
   get url(): string {
-    const host = this.options.host.includes(':') ? `[${this.options.host}]` : this.options.host;
-    return `http://${host}:${this.boundPort}`;
+    return originOf(this.options.host, this.boundPort);
   }
 
   async listen(): Promise<void> {
-    await new Promise<void>((resolve, reject) => {
-      this.server.once('error', reject);
-      this.server.listen(this.options.port, this.options.host, () => {
-        this.server.off('error', reject);
-        resolve();
-      });
-    });
-    this.boundPort = (this.server.address() as AddressInfo).port;
+    this.boundPort = await listen(this.server, this.options.host, this.options.port);
     this.sweepTimer = setInterval(() => this.sweep(), Math.max(1, this.options.sweepIntervalMs));
     this.sweepTimer.unref();
   }
@@ -311,7 +301,7 @@ class HermesSimulatorServer implements HermesSimulator {
       receivedAt: Date.now(),
     };
     this.requests.push(recorded);
-    const body = collectBody(req);
+    const body = collectBody(req, MAX_BODY_BYTES);
     void body.then((collected) => {
       recorded.body = collected.bytes.toString('utf8');
     });

@@ -1,3 +1,4 @@
+import type { CollectedBody } from './http-common.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { pyJson } from './py-json.js';
 
@@ -63,40 +64,6 @@ export function runNotFound(runId: string): unknown {
 /** The 401 body has no `param` key. */
 export const INVALID_API_KEY = { error: { message: 'Invalid API key', type: 'invalid_request_error', code: 'invalid_api_key' } };
 
-export interface CollectedBody {
-  /** False when the client went away before the body ended. */
-  complete: boolean;
-  /** True when more than MAX_BODY_BYTES arrived; the excess was discarded. */
-  overflow: boolean;
-  bytes: Buffer;
-}
-
-/**
- * Starts draining the request body at once, buffering at most MAX_BODY_BYTES.
- * Handlers that answer without the body (401, 413, the 429 gate) simply never await it.
- */
-export function collectBody(req: IncomingMessage): Promise<CollectedBody> {
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let overflow = false;
-    const finish = (complete: boolean): void => {
-      resolve({ complete, overflow, bytes: overflow ? Buffer.alloc(0) : Buffer.concat(chunks) });
-    };
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > MAX_BODY_BYTES) {
-        overflow = true;
-        chunks.length = 0;
-      } else if (!overflow) {
-        chunks.push(chunk);
-      }
-    });
-    req.once('end', () => finish(true));
-    req.once('error', () => finish(false));
-    req.once('close', () => finish(req.complete));
-  });
-}
 
 export type ParsedJson = { kind: 'object'; value: Record<string, unknown> } | { kind: 'non-object'; value: unknown } | { kind: 'invalid' };
 

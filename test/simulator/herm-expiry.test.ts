@@ -138,7 +138,7 @@ describe('Herm simulator: expired tool calls', () => {
   });
 
   it('a call answered in time does not expire later', async () => {
-    const sim = await start({ pendingTimeoutMs: 20 });
+    const sim = await start({ pendingTimeoutMs: 500 });
     const use = sim.emitToolUse('session_1', { name: 'render', input: {} });
     only(await post(sim, 'session_1', [result(use.tool_use_id, 'running')]));
     const late = sim.emitToolUse('session_1', { name: 'marker', input: {} });

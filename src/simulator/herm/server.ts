@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { collectBody, listen, originOf, type CollectedBody } from '../http-common.js';
 import { TimerRegistry } from '../timers.js';
 import { HermSessions } from './sessions.js';
 import { SessionStreams } from './stream.js';
@@ -17,14 +17,13 @@ import {
   BODY_TOO_LARGE,
   DEFAULT_FAULT_BODY,
   INVALID_API_KEY,
+  MAX_BODY_BYTES,
   NOT_FOUND,
-  collectBody,
   hasApiKey,
   hermError,
   matchHermRoute,
   sendJson,
   sendText,
-  type CollectedBody,
 } from './wire.js';
 
 type ResolvedOptions = Required<HermSimulatorOptions>;
@@ -74,19 +73,11 @@ class HermSimulatorServer implements HermSimulator {
   }
 
   get url(): string {
-    const host = this.options.host.includes(':') ? `[${this.options.host}]` : this.options.host;
-    return `http://${host}:${this.boundPort}`;
+    return originOf(this.options.host, this.boundPort);
   }
 
   async listen(): Promise<void> {
-    await new Promise<void>((resolve, reject) => {
-      this.server.once('error', reject);
-      this.server.listen(this.options.port, this.options.host, () => {
-        this.server.off('error', reject);
-        resolve();
-      });
-    });
-    this.boundPort = (this.server.address() as AddressInfo).port;
+    this.boundPort = await listen(this.server, this.options.host, this.options.port);
   }
 
   // ---- public inspection and control -------------------------------------------------
@@ -169,7 +160,7 @@ class HermSimulatorServer implements HermSimulator {
   private record(req: IncomingMessage): Promise<CollectedBody> {
     const recorded: HermRecordedRequest = { method: req.method ?? 'GET', path: req.url ?? '/', headers: { ...req.headers }, body: '' };
     this.requests.push(recorded);
-    const body = collectBody(req);
+    const body = collectBody(req, MAX_BODY_BYTES);
     void body.then((collected) => {
       recorded.body = collected.bytes.toString('utf8');
     });

@@ -65,30 +65,3 @@ function decodeSegment(segment: string): string | undefined {
   }
 }
 
-export interface CollectedBody {
-  /** False when the client went away before the body ended. */
-  complete: boolean;
-  /** True when more than MAX_BODY_BYTES arrived (the bytes were discarded). */
-  overflow: boolean;
-  bytes: Buffer;
-}
-
-/** Starts draining the request body at once; handlers that answer without it never await it. */
-export function collectBody(req: IncomingMessage): Promise<CollectedBody> {
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const finish = (complete: boolean): void => {
-      const overflow = size > MAX_BODY_BYTES;
-      resolve({ complete, overflow, bytes: overflow ? Buffer.alloc(0) : Buffer.concat(chunks) });
-    };
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size <= MAX_BODY_BYTES) chunks.push(chunk);
-      else chunks.length = 0;
-    });
-    req.once('end', () => finish(true));
-    req.once('error', () => finish(false));
-    req.once('close', () => finish(req.complete));
-  });
-}
