@@ -157,7 +157,7 @@ function dispatchOnce(deps: PipelineDeps, admitted: AdmittedAction): Promise<Aip
   const fail = (failure: HermesFailure) => shapeResult(action.id, entry, failedOutcome(failure, true), undefined);
   return deps.guard
     .run({
-      scope: { capability_id: entry.capability.id, idempotency_key: action.idempotency_key as string },
+      scope: { capability_id: entry.capability.id, idempotency_key: scopedKey(action.idempotency_key as string, admitted.context.tenantId) },
       input: action.input,
       actionId: action.id,
       deadline: admitted.deadline,
@@ -170,6 +170,15 @@ function dispatchOnce(deps: PipelineDeps, admitted: AdmittedAction): Promise<Aip
       admitted.logger.error({ err: errorName(error) }, 'run ledger unavailable');
       return fail(new HermesFailure('ledger_unavailable', 'The run ledger could not be reached; the action was not sent'));
     });
+}
+
+/**
+ * Keys are per capability, and within it per verified tenant: on an endpoint shared by several
+ * tenants, one tenant's key can never replay another tenant's result. (Keys are visible ASCII,
+ * so the separator cannot occur in them.)
+ */
+function scopedKey(key: string, tenantId: string | undefined): string {
+  return tenantId === undefined ? key : `${tenantId}\u001f${key}`;
 }
 
 /** One provider call through the operation, its output checked, its evidence kept. Never throws. */
