@@ -56,7 +56,7 @@ export function createHermesConnector(options: HermesConnectorOptions): HermesCo
     cancel: (action, context) =>
       track(
         (async () => {
-          const stop = await stopActionFor(deps, action);
+          const stop = await stopActionFor(deps, action, context);
           return stop === null ? null : run(stop, context, true);
         })(),
       ),
@@ -314,11 +314,11 @@ function actionIdOf(action: unknown): string {
  * its input names, or for the run a `run_start` action started (from the ledger). Unknown
  * capabilities still get a typed result; nothing to stop means null.
  */
-async function stopActionFor(deps: PipelineDeps, action: unknown): Promise<unknown> {
+async function stopActionFor(deps: PipelineDeps, action: unknown, context: ExecutionContext | undefined): Promise<unknown> {
   const candidate = action as Partial<AipAction> | null;
   const entry = deps.registry.resolve(candidate?.capability_id);
   if (!entry) return action;
-  const runId = await runIdToStop(deps, entry, candidate);
+  const runId = await runIdToStop(deps, entry, candidate, context?.tenantId);
   if (runId === undefined) return null;
   const stop: AipAction = {
     id: actionIdOf(action),
@@ -330,12 +330,25 @@ async function stopActionFor(deps: PipelineDeps, action: unknown): Promise<unkno
   return stop;
 }
 
-async function runIdToStop(deps: PipelineDeps, entry: CapabilityEntry, action: Partial<AipAction> | null): Promise<string | undefined> {
+async function runIdToStop(deps: PipelineDeps, entry: CapabilityEntry, action: Partial<AipAction> | null, tenantId: string | undefined): Promise<string | undefined> {
   const runId = (action?.input as { run_id?: unknown } | null | undefined)?.run_id;
   if (typeof runId === 'string') return runId;
   if (entry.operation !== 'run_start' || typeof action?.id !== 'string') return undefined;
-  const binding = await deps.ledger.evidence(action.id).catch(() => null);
-  return binding?.action_id === action.id && binding.endpoint_id === entry.endpoint.id ? binding.run_id : undefined;
+  try {
+    // A replayed start has no binding of its own: its idempotency record names the action that started the run.
+    const record =
+      typeof action.idempotency_key === 'string'
+        ? await deps.ledger.get({ capability_id: entry.capability.id, idempotency_key: scopedKey(action.idempotency_key, tenantId) }, deps.config.now())
+        : undefined;
+    for (const actionId of new Set([action.id, record?.action_id])) {
+      if (actionId === undefined) continue;
+      const binding = await deps.ledger.evidence(actionId);
+      if (binding?.action_id === actionId && binding.endpoint_id === entry.endpoint.id) return binding.run_id;
+    }
+  } catch (error) {
+    deps.logger.error({ err: errorName(error) }, 'run ledger failed while looking up the run to cancel');
+  }
+  return undefined;
 }
 
 /** Error class names only: a driver's message may quote SQL parameters. */

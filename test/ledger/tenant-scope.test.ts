@@ -21,3 +21,21 @@ describe('idempotency keys are scoped per verified tenant', () => {
     expect(h.sim.startCount()).toBe(2);
   });
 });
+
+describe('cancel() of a replayed run_start', () => {
+  it('stops the run the original action started', async () => {
+    const h = await harness();
+    const key = nextId('key');
+    const input = { body: { input: 'long', sim_script: script.long() } };
+    const first = await h.invoke({ capability_id: h.cap('run_start'), input, idempotency_key: key });
+    const replayAction = { id: nextId('act'), capability_id: h.cap('run_start'), input, idempotency_key: key };
+    const replay = await h.invoke(replayAction);
+    expect(replay.receipt?.replayed).toBe(true);
+    const runId = (first.output as { run_id: string }).run_id;
+
+    const stopped = await h.cancel(replayAction);
+    expect(stopped?.status, JSON.stringify(stopped?.error)).toBe('completed');
+    expect(stopped?.output).toEqual({ run_id: runId, status: 'stopping' });
+    expect(h.sim.requests.filter((request) => request.method === 'POST' && request.path === `/v1/runs/${runId}/stop`)).toHaveLength(1);
+  });
+});
