@@ -88,6 +88,8 @@ export function createHermBridge(options: HermBridgeOptions): HermBridge {
   const herm = new HermClient(settings.origin, settings.apiKey, options.herm.dispatcher);
   const closing = new AbortController();
   const active = new Map<string, Promise<void>>();
+  const approvals = new Set<Promise<void>>();
+  let closed: Promise<void> | undefined;
   const now = () => Date.now();
   const cap = (operation: string) => `cap:hermes_agent:${endpointId}:${operation}`;
   const context = (extra: Partial<ExecutionContext> = {}): ExecutionContext => ({ ...options.context, signal: closing.signal, ...extra });
@@ -131,7 +133,9 @@ export function createHermBridge(options: HermBridgeOptions): HermBridge {
       logger.error({ session_id: job.session_id, tool_use_id: job.tool_use_id, outcome: outcome.kind }, 'herm final result not accepted');
       return;
     }
-    await update(job, { state: 'done', final_status: finale.status, final_event_id: eventIdOf(outcome) });
+    // Herm keeps the first final result it accepted; record what it holds, not what this call sent.
+    const held = outcome.event.status === 'completed' || outcome.event.status === 'failed' ? outcome.event.status : finale.status;
+    await update(job, { state: 'done', final_status: held, final_event_id: eventIdOf(outcome) });
   }
 
   /**
@@ -193,9 +197,11 @@ export function createHermBridge(options: HermBridgeOptions): HermBridge {
     if (!decision) return;
     const input = { run_id: runId, choice: decision.choice };
     // Answered without blocking the event reader: the run only moves on once Hermes has the answer.
-    void connector
+    const answer = connector
       .invoke({ id: typedId('act_'), capability_id: cap('run_approval'), input, idempotency_key: `herm-approval-${chunk.sequence}-${job.idempotency_key}` }, context({ approval: decision.grant }))
       .then((result) => logger.info({ run_id: runId, status: result.status, code: result.error?.code }, 'hermes approval answered'));
+    approvals.add(answer);
+    void answer.finally(() => approvals.delete(answer));
   }
 
   /** From a recorded start to an accepted final result. */
@@ -225,23 +231,39 @@ export function createHermBridge(options: HermBridgeOptions): HermBridge {
       updated_at: created,
     };
     if (!(await ledger.createJob(job))) return ledger.job(sessionId, event.tool_use_id); // a redelivery: never a second run
-    const started = await start(job);
-    if (started.status !== 'completed') {
-      const uncertain = started.error?.details?.uncertain_outcome === true;
-      const finale: Finale = {
-        status: 'failed',
-        text: uncertain
-          ? `Starting the Hermes run failed and whether it started is unknown (${started.error?.code}); it was not retried. Ask again to try once more.`
-          : `The Hermes run could not be started: ${started.error?.message ?? started.status} (${started.error?.code ?? started.status}).`,
-      };
-      await update(job, { kickoff: 'skipped', state: 'running' });
-      void drive(job, (current) => finish(current, finale));
-      return job;
-    }
-    await update(job, { run_id: (started.output as { run_id: string }).run_id, state: 'running' });
-    await kickoff(job);
-    void drive(job, runToEnd);
+    // The whole job runs under drive() from here, so recover() can never pick it up half-started.
+    let answered!: () => void;
+    const kickoffSettled = new Promise<void>((resolve) => (answered = resolve));
+    void drive(job, async (current) => {
+      let started = false;
+      try {
+        started = await startAndAnswer(current);
+      } finally {
+        answered();
+      }
+      if (started) await runToEnd(current);
+    });
+    await kickoffSettled;
     return job;
+  }
+
+  /** Starts the run and answers the pending call: `running`, or the final `failed` when the start failed. */
+  async function startAndAnswer(job: BridgeJob): Promise<boolean> {
+    const started = await start(job);
+    if (started.status === 'completed') {
+      await update(job, { run_id: (started.output as { run_id: string }).run_id, state: 'running' });
+      await kickoff(job);
+      return true;
+    }
+    const uncertain = started.error?.details?.uncertain_outcome === true;
+    await update(job, { kickoff: 'skipped', state: 'running' });
+    await finish(job, {
+      status: 'failed',
+      text: uncertain
+        ? `Starting the Hermes run failed and whether it started is unknown (${started.error?.code}); it was not retried. Ask again to try once more.`
+        : `The Hermes run could not be started: ${started.error?.message ?? started.status} (${started.error?.code ?? started.status}).`,
+    });
+    return false;
   }
 
   async function recoverJob(job: BridgeJob): Promise<void> {
@@ -285,16 +307,19 @@ export function createHermBridge(options: HermBridgeOptions): HermBridge {
       });
     },
     async idle() {
-      while (active.size > 0) await Promise.allSettled([...active.values()]);
+      while (active.size > 0 || approvals.size > 0) await Promise.allSettled([...active.values(), ...approvals]);
     },
     async recover() {
       for (const job of await ledger.unfinishedJobs()) void drive(job, recoverJob);
     },
-    async close() {
-      closing.abort();
-      await Promise.allSettled([...active.values()]);
-      await herm.close();
-      if (!options.ledger) await ledger.close();
+    close() {
+      closed ??= (async () => {
+        closing.abort();
+        await Promise.allSettled([...active.values(), ...approvals]);
+        await herm.close();
+        if (!options.ledger) await ledger.close();
+      })();
+      return closed;
     },
   };
 }
