@@ -71,6 +71,8 @@ async function readStream(call: OperationCall<RunEventsInput>, response: Provide
     // Leaving this loop early (return or throw) destroys the body and so closes the socket.
     for await (const chunk of response.body as AsyncIterable<Buffer>) {
       for (const item of decoder.push(chunk)) {
+        // One network read can carry many frames: an abort (say, from onChunk) stops between them.
+        if (scope.signal.aborted) throw scope.signal.reason;
         if (item.kind === 'done') return { kind: 'closed' };
         const terminal = TERMINAL_EVENTS.has(item.event.event);
         record(output, item.event, text);

@@ -1,0 +1,78 @@
+import { readFileSync } from 'node:fs';
+import { UsageError } from './errors.js';
+
+/** Every command takes `--help` / `-h`. */
+export const HELP_OPTION = { type: 'boolean', short: 'h' } as const;
+
+/** Options that look like a credential: refused with a pointer to where keys do come from. */
+const KEY_OPTION = /^--?(api[-_]?key|key|token|secret|password|bearer)(=|$)/i;
+
+/**
+ * Runs `parse` (node:util parseArgs in strict mode) over `args`; its errors become usage errors
+ * (exit 2). An option that looks like an API key is refused without echoing its value.
+ */
+export function parseCommand<T>(command: string, args: string[], parse: (args: string[]) => T): T {
+  for (const arg of args) {
+    if (arg === '--') break;
+    if (KEY_OPTION.test(arg)) {
+      throw new UsageError(
+        `${command}: API keys are never taken from the command line; use apiKeyFile or apiKeyEnv in --config, or the HERMES_API_KEY environment variable`,
+      );
+    }
+  }
+  try {
+    return parse(args);
+  } catch (error) {
+    const message = error instanceof Error ? error.message.replace(/\. To specify a positional argument.*$/s, '') : String(error);
+    throw new UsageError(`${command}: ${message} (see hermes-aip ${command} --help)`);
+  }
+}
+
+/**
+ * A JSON argument given inline or as `@file`. `what` names it in errors; the value itself is
+ * never echoed (it may be a grant or an input with confidential content).
+ */
+export function readJsonArgument(value: string, what: string): unknown {
+  let text = value;
+  if (value.startsWith('@')) {
+    const path = value.slice(1);
+    if (path === '') throw new UsageError(`${what}: @ must be followed by a file name`);
+    try {
+      text = readFileSync(path, 'utf8');
+    } catch (error) {
+      throw new UsageError(`${what}: cannot read ${path}: ${fileErrorText(error)}`);
+    }
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (error) {
+    throw new UsageError(`${what} is not valid JSON${value.startsWith('@') ? ` (${value.slice(1)})` : ''}: ${jsonErrorText(error)}`);
+  }
+}
+
+/** A positive integer option (`--port 0` allowed with `min: 0`). */
+export function integerOption(value: string | undefined, name: string, min: number, max: number): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) {
+    throw new UsageError(`--${name} must be an integer from ${min} to ${max}`);
+  }
+  return Number(value);
+}
+
+/**
+ * JSON.parse's message without the excerpt of the text V8 quotes in it: that text could be a key
+ * file given by mistake, or confidential input.
+ */
+export function jsonErrorText(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return message.replace(/, ".*$/s, '');
+}
+
+/** 'not found', 'permission denied', ... instead of an errno dump. */
+export function fileErrorText(error: unknown): string {
+  const code = (error as NodeJS.ErrnoException | null)?.code;
+  if (code === 'ENOENT') return 'file not found';
+  if (code === 'EACCES' || code === 'EPERM') return 'permission denied';
+  if (code === 'EISDIR') return 'is a directory';
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,87 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { UsageError } from './errors.js';
+import { fileErrorText } from './args.js';
+import type { ArtifactIdentities } from './identities.js';
+import type { CheckId } from './qualify/types.js';
+import { renderReport } from './report-html.js';
+
+export const EVIDENCE_SCHEMA_ID = 'https://schemas.aip-connector-hermes-agent.local/qualification/evidence.schema.json';
+
+export type Verdict = 'passed' | 'failed';
+
+export interface CheckRecord {
+  id: CheckId;
+  /** 1-8, the seed's numbering. */
+  number: number;
+  title: string;
+  result: Verdict;
+  reason: string | null;
+  started_at: string;
+  finished_at: string;
+  duration_ms: number;
+  evidence: Record<string, unknown>;
+}
+
+export interface CleanupRecord {
+  run_id: string;
+  started_by: string;
+  actions: string[];
+}
+
+export interface EndpointRecord {
+  endpoint_id: string;
+  display_name: string | null;
+  base_url: string;
+  tenant_binding: string | null;
+  /** First 12 hex digits of SHA-256 of the API key. */
+  credential_revision: string;
+  /** Where the key was read (a file path or an environment variable name), never the key. */
+  credential_source: string;
+  result: Verdict;
+  started_at: string;
+  finished_at: string;
+  duration_ms: number;
+  checks: CheckRecord[];
+  cleanup: CleanupRecord[];
+}
+
+export interface PromptRecord {
+  default: boolean;
+  sha256: string;
+  length: number;
+}
+
+export interface QualificationEvidence {
+  $schema: typeof EVIDENCE_SCHEMA_ID;
+  qualification_id: string;
+  result: Verdict | 'interrupted';
+  started_at: string;
+  finished_at: string;
+  duration_ms: number;
+  target: { kind: 'simulator' | 'configured'; config_source: string; simulator_profile: 'pin' | 'later' | null; note: string };
+  identities: ArtifactIdentities;
+  settings: { step_timeout_ms: number; approval_choice: string; approval_prompt: PromptRecord; harmless_prompt: PromptRecord };
+  endpoints: EndpointRecord[];
+  summary: { endpoints: number; checks: number; passed: number; failed: number };
+}
+
+export interface WrittenEvidence {
+  evidencePath: string;
+  reportPath: string;
+}
+
+/** Writes evidence.json and report.html into `dir` (created if needed). */
+export function writeEvidence(dir: string, evidence: QualificationEvidence): WrittenEvidence {
+  const folder = resolve(dir);
+  const evidencePath = join(folder, 'evidence.json');
+  const reportPath = join(folder, 'report.html');
+  try {
+    mkdirSync(folder, { recursive: true });
+    writeFileSync(evidencePath, `${JSON.stringify(evidence, null, 2)}\n`);
+    writeFileSync(reportPath, renderReport(evidence));
+  } catch (error) {
+    throw new UsageError(`cannot write the evidence to ${folder}: ${fileErrorText(error)}`);
+  }
+  return { evidencePath, reportPath };
+}

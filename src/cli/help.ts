@@ -1,0 +1,95 @@
+export const TOP_HELP = `hermes-aip: drive and qualify Hermes Agent structured runs through the AIP connector
+
+Usage:
+  hermes-aip <command> [options]
+
+Commands:
+  manifest   Print the AIP manifest for a configuration
+  invoke     Invoke one capability and print its result (run_events: chunks live, as JSON lines)
+  qualify    Run the eight integration checks against every endpoint; write the evidence
+  simulate   Run the Hermes simulator until interrupted
+
+Configuration (manifest, invoke, qualify):
+  --config FILE   { "endpoints": [ { "id", "baseUrl", "apiKeyFile" | "apiKeyEnv", "tenantId"?, "displayName"? } ] }
+                  A relative apiKeyFile is resolved against the config file's folder.
+  Without --config, HERMES_BASE_URL and HERMES_API_KEY configure one endpoint with id "default".
+  API keys are read only from files or the environment, never from arguments.
+
+Exit codes: 0 success; 1 a failed invocation or qualification; 2 bad arguments or configuration; 130 interrupted.
+
+Run "hermes-aip <command> --help" for a command's options.
+`;
+
+export const MANIFEST_HELP = `Usage: hermes-aip manifest [--config FILE]
+
+Prints the connector's AIP manifest (JSON) for the configured endpoints: five capabilities per
+endpoint, with their contracts and schemas. Nothing is sent to Hermes.
+
+Options:
+  --config FILE   Endpoints file (default: HERMES_BASE_URL and HERMES_API_KEY)
+  -h, --help      Show this help
+`;
+
+export const INVOKE_HELP = `Usage: hermes-aip invoke <capability-id> --input <json|@file> [options]
+
+Invokes one capability and prints the AIP result as JSON. For run_events, every stream chunk is
+printed as one JSON line as it arrives, then the result as the last line.
+Exit code 0 when the result status is "completed", 1 otherwise.
+
+Arguments:
+  <capability-id>          e.g. cap:hermes_agent:default:run_status
+
+Options:
+  --input <json|@file>     The action input, inline or from a file (required)
+  --idempotency-key KEY    AIP idempotency key (required by run_start, run_approval and run_stop)
+  --approval <json|@file>  AIP approval grant for run_approval and run_stop:
+                           { "approvalId", "decision": "approved", "grantedAt", "expiresAt" (epoch ms),
+                             "evidence": { "reason", "inputSnapshot" (equal to the input), "policyDecision" } }
+  --tenant TENANT          Verified tenant for the execution context (required by tenant-bound endpoints)
+  --config FILE            Endpoints file (default: HERMES_BASE_URL and HERMES_API_KEY)
+  -h, --help               Show this help
+
+Ctrl-C cancels the invocation (the result then says "cancelled").
+`;
+
+export const QUALIFY_HELP = `Usage: hermes-aip qualify [--config FILE | --simulate] [options]
+
+Runs the eight checks of "Verify an integration" against every endpoint, in order:
+  1 discovery                   exactly the five capability ids, each with its contract
+  2 start_and_status            a start with an idempotency key returns a new run_id; its status is visible
+  3 ordered_events              one consumer sees ordered frames and a terminal event
+  4 isolated_approvals          two runs sharing a session_id keep separate approval queues
+  5 approval_requires_evidence  approval without an AIP grant is refused locally; with one, only the selected run moves
+  6 stop_followed               a stop is followed until cancelled, failed or another explained outcome
+  7 disconnect_reconciled       a cut stream is reconciled through status, never replayed or called complete
+  8 evidence_loss               an unknown run id is reported as evidence loss, not as proof nothing ran
+Exit code 0 only if every check passes on every endpoint.
+
+Runs that need a provider approval use the approval prompt. Its default makes a real Hermes ask
+for approval of a recursive delete of an empty scratch folder in its working directory
+(./aip-qualification-scratch-<random>); the qualification approves it once. Other runs use the
+harmless prompt. Every run left active is stopped at the end, and every unread event queue drained.
+
+Options:
+  --config FILE             Endpoints file (default: HERMES_BASE_URL and HERMES_API_KEY)
+  --simulate                Qualify the embedded Hermes simulator instead (scripted runs, random key)
+  --profile pin|later       Simulator profile with --simulate (default pin)
+  --out DIR                 Write DIR/evidence.json and DIR/report.html
+  --approval-prompt TEXT    Prompt for runs that must ask for approval
+  --harmless-prompt TEXT    Prompt for runs that must not (default: "Reply with the single word: ready")
+  --timeout SECONDS         Deadline of each check (default 120; 10 with --simulate)
+  -h, --help                Show this help
+`;
+
+export const SIMULATE_HELP = `Usage: hermes-aip simulate [--port N] [--profile pin|later]
+
+Runs the Hermes simulator (the run routes of the pinned Hermes revision, or the later behaviour)
+on 127.0.0.1 until SIGINT or SIGTERM. The API key is HERMES_API_KEY when set; otherwise a key is
+generated and written to a private temporary file, never printed. An endpoints file for
+--config is written beside it; both are removed on exit.
+
+Options:
+  --port N              Port to listen on (default 8642, Hermes' default; 0 picks a free port)
+  --profile pin|later   "pin" (default) or "later" (idempotency keys, stop on a finished run, ...)
+  -h, --help            Show this help
+`;

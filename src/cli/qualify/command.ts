@@ -1,0 +1,159 @@
+import { randomBytes } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { startHermesSimulator, type HermesSimulator } from '../../simulator/index.js';
+import { HELP_OPTION, integerOption, parseCommand } from '../args.js';
+import { connectorFor, loadConfig } from '../config.js';
+import { EXIT, UsageError } from '../errors.js';
+import { EVIDENCE_SCHEMA_ID, writeEvidence, type EndpointRecord, type PromptRecord, type QualificationEvidence } from '../evidence.js';
+import { QUALIFY_HELP } from '../help.js';
+import { artifactIdentities, sha256 } from '../identities.js';
+import { createProgress } from '../progress.js';
+import { duration } from '../format.js';
+import { onInterrupt } from '../signals.js';
+import { APPROVAL_CHOICE } from './approvals.js';
+import { CHECKS } from './index.js';
+import { qualifyEndpoints } from './runner.js';
+import type { QualifySettings } from './session.js';
+import { simulatorScripts } from './simulator-scripts.js';
+
+export const DEFAULT_HARMLESS_PROMPT = 'Reply with the single word: ready';
+
+export function defaultApprovalPrompt(scratchCommand: string): string {
+  return `Use the terminal tool to run exactly: ${scratchCommand} (an empty scratch folder in the working directory). Do not run anything else.`;
+}
+
+const SIMULATOR_ENDPOINT_ID = 'simulator';
+
+export async function qualifyCommand(args: string[]): Promise<number> {
+  const { values } = parseCommand('qualify', args, (argv) =>
+    parseArgs({
+      args: argv,
+      strict: true,
+      options: {
+        config: { type: 'string' },
+        out: { type: 'string' },
+        'approval-prompt': { type: 'string' },
+        'harmless-prompt': { type: 'string' },
+        simulate: { type: 'boolean' },
+        profile: { type: 'string' },
+        timeout: { type: 'string' },
+        help: HELP_OPTION,
+      },
+    }),
+  );
+  if (values.help) {
+    process.stdout.write(QUALIFY_HELP);
+    return EXIT.ok;
+  }
+  if (values.simulate && values.config !== undefined) throw new UsageError('qualify: --simulate and --config exclude each other');
+  if (values.profile !== undefined && !values.simulate) throw new UsageError('qualify: --profile applies only with --simulate');
+  if (values.profile !== undefined && values.profile !== 'pin' && values.profile !== 'later') throw new UsageError('qualify: --profile must be pin or later');
+  for (const name of ['approval-prompt', 'harmless-prompt'] as const) {
+    if (values[name] !== undefined && values[name].trim() === '') throw new UsageError(`qualify: --${name} must not be empty`);
+  }
+  const timeoutSeconds = integerOption(values.timeout, 'timeout', 1, 3600) ?? (values.simulate ? 10 : 120);
+  let config = values.simulate ? undefined : loadConfig(values.config);
+  if (values.out !== undefined) ensureFolder(values.out);
+
+  const scratchCommand = `rm -rf ./aip-qualification-scratch-${randomBytes(6).toString('hex')}`;
+  const approvalPrompt = values['approval-prompt'] ?? defaultApprovalPrompt(scratchCommand);
+  const harmlessPrompt = values['harmless-prompt'] ?? DEFAULT_HARMLESS_PROMPT;
+  const profile = values.profile === 'later' ? 'later' : 'pin';
+  const identities = artifactIdentities();
+
+  let simulator: HermesSimulator | undefined;
+  if (config === undefined) {
+    const apiKey = `hk_sim_${randomBytes(24).toString('hex')}`;
+    // Short intervals: the whole qualification of the simulator takes seconds.
+    simulator = await startHermesSimulator({ apiKey, profile, keepaliveMs: 1000, stepDelayMs: 5, streamLookupMs: 200 });
+    config = {
+      source: 'embedded simulator',
+      endpoints: [{ config: { id: SIMULATOR_ENDPOINT_ID, baseUrl: simulator.url, apiKey }, keySource: 'generated for the embedded simulator' }],
+    };
+  }
+
+  const interrupt = new AbortController();
+  const stopListening = onInterrupt(() => interrupt.abort());
+  const qualificationId = `qual_${randomBytes(12).toString('hex')}`;
+  const settings: QualifySettings = {
+    qualificationId,
+    stepTimeoutMs: timeoutSeconds * 1000,
+    pollMs: values.simulate ? 20 : 250,
+    approvalPrompt,
+    harmlessPrompt,
+    signal: interrupt.signal,
+    ...(simulator ? { scripts: simulatorScripts(scratchCommand), providerRequestCount: () => simulator.requests.length } : {}),
+  };
+  const progress = createProgress(process.stdout);
+  const startedAt = Date.now();
+  let endpoints: EndpointRecord[];
+  try {
+    const connector = connectorFor(config);
+    try {
+      const where = simulator ? `the embedded Hermes simulator (profile ${profile}) at ${simulator.url}` : `${config.endpoints.length} endpoint${config.endpoints.length === 1 ? '' : 's'} from ${config.source}`;
+      process.stdout.write(`hermes-aip qualify ${qualificationId}: ${CHECKS.length} checks against ${where}\n`);
+      endpoints = await qualifyEndpoints(config.endpoints, connector, settings, progress);
+    } finally {
+      progress.close();
+      await connector.close();
+    }
+  } finally {
+    stopListening();
+    await simulator?.close();
+  }
+  const finishedAt = Date.now();
+
+  const checks = endpoints.flatMap((endpoint) => endpoint.checks);
+  const passed = checks.filter((check) => check.result === 'passed').length;
+  const evidence: QualificationEvidence = {
+    $schema: EVIDENCE_SCHEMA_ID,
+    qualification_id: qualificationId,
+    result: interrupt.signal.aborted ? 'interrupted' : passed === checks.length ? 'passed' : 'failed',
+    started_at: new Date(startedAt).toISOString(),
+    finished_at: new Date(finishedAt).toISOString(),
+    duration_ms: finishedAt - startedAt,
+    target: {
+      kind: simulator ? 'simulator' : 'configured',
+      config_source: config.source,
+      simulator_profile: simulator ? profile : null,
+      note: simulator
+        ? 'Qualified against the embedded Hermes simulator, a clean-room model of the pinned revision: this is evidence about the connector and this tool, not about any live Hermes deployment.'
+        : 'Qualified against the configured endpoints: the evidence holds for these endpoints, credential revisions and connector revision at the recorded times.',
+    },
+    identities,
+    settings: {
+      step_timeout_ms: settings.stepTimeoutMs,
+      approval_choice: APPROVAL_CHOICE,
+      approval_prompt: promptRecord(approvalPrompt, values['approval-prompt'] === undefined),
+      harmless_prompt: promptRecord(harmlessPrompt, values['harmless-prompt'] === undefined),
+    },
+    endpoints,
+    summary: { endpoints: endpoints.length, checks: checks.length, passed, failed: checks.length - passed },
+  };
+
+  const verdict = evidence.result.toUpperCase();
+  process.stdout.write(
+    `\nQualification ${verdict}: ${passed}/${checks.length} checks passed on ${endpoints.length} endpoint${endpoints.length === 1 ? '' : 's'} in ${duration(evidence.duration_ms)}\n`,
+  );
+  if (values.out !== undefined) {
+    const written = writeEvidence(values.out, evidence);
+    process.stdout.write(`Evidence: ${written.evidencePath}\nReport:   ${written.reportPath}\n`);
+  }
+  if (evidence.result === 'interrupted') return EXIT.interrupted;
+  return evidence.result === 'passed' ? EXIT.ok : EXIT.failed;
+}
+
+function promptRecord(prompt: string, isDefault: boolean): PromptRecord {
+  return { default: isDefault, sha256: sha256(prompt), length: prompt.length };
+}
+
+/** Fails before a long qualification, not after it, when the output folder cannot be made. */
+function ensureFolder(dir: string): void {
+  try {
+    mkdirSync(resolve(dir), { recursive: true });
+  } catch (error) {
+    throw new UsageError(`qualify: cannot create the output folder ${dir}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}

@@ -1,0 +1,89 @@
+import type { HermesSseEvent, RunEventsOutput } from '../../index.js';
+import { describeResult, pause, resultEvidence, type EndpointSession } from './session.js';
+import { CheckFailed, type Check, type CheckEvidence } from './types.js';
+
+const NOT_FOUND = 'connector.hermes_agent.not_found';
+/** Lets Hermes notice the closed subscriber (and drop the run's queue) before the second subscription. */
+const SETTLE_MS = 250;
+/** One second subscription waits at most this long before it is given up and tried again. */
+const ATTEMPT_MS = 5_000;
+
+/**
+ * (7) A stream cut by its consumer after the first chunk: the connector must not report it as
+ * complete, a second subscription gets not_found (Hermes has no replay), and run_status reconciles.
+ */
+export const disconnectReconciled: Check = {
+  id: 'disconnect_reconciled',
+  title: 'a disconnected stream is reconciled through status without claiming replay',
+  async run(session, evidence) {
+    const { runId } = await session.startRun('long');
+    evidence['run_id'] = runId;
+    const cut = new AbortController();
+    const kinds: string[] = [];
+    const first = await session.invoke(
+      'run_events',
+      { run_id: runId },
+      {
+        signal: cut.signal,
+        onChunk: (chunk) => {
+          kinds.push(chunk.kind);
+          cut.abort();
+        },
+      },
+    );
+    const run = session.runs.get(runId);
+    if (run) run.stream = 'disconnected';
+    const firstOutput = first.output as RunEventsOutput | undefined;
+    evidence['cut_stream'] = {
+      ...resultEvidence(first),
+      chunk_kinds: kinds,
+      event_names: firstOutput?.events.map((event) => event.event) ?? [],
+      terminal: firstOutput?.terminal ?? false,
+    };
+    if (kinds[0] === undefined) throw new CheckFailed(`the event stream of run ${runId} delivered no chunk to cut: ${describeResult(first)}`);
+    if (kinds[0] === 'done' || kinds[0] === 'error') {
+      throw new CheckFailed(`the event stream of run ${runId} ended at its first chunk (${describeResult(first)}); this check needs a run that is still active`);
+    }
+    if (first.status === 'completed' || firstOutput?.terminal === true) {
+      throw new CheckFailed(`the connector reported the stream of run ${runId} as ${first.status} (terminal ${String(firstOutput?.terminal)}) although its consumer cut it after the first chunk`);
+    }
+
+    await resubscribe(session, runId, firstOutput?.events ?? [], evidence);
+
+    const status = await session.readStatus(runId);
+    evidence['reconciled_status'] = { run_id: status['run_id'], status: status['status'], last_event: status['last_event'] ?? null };
+    if (status['run_id'] !== runId) throw new CheckFailed(`run_status of ${runId} answered for run ${String(status['run_id'])}`);
+    evidence['interpretation'] = 'events after the cut are lost to this consumer; the run itself is known only through run_status';
+  },
+};
+
+/**
+ * Subscribes again until Hermes answers not_found. Hermes may notice the cut only at its next write
+ * (an event or the 30 s keepalive), and a subscription in that window shares the live queue: it
+ * is tried again, but it must never receive an event the cut stream already delivered.
+ */
+async function resubscribe(session: EndpointSession, runId: string, delivered: HermesSseEvent[], evidence: CheckEvidence): Promise<void> {
+  const seen = new Set(delivered.map(eventKey));
+  const attempts: Array<Record<string, unknown>> = [];
+  evidence['resubscriptions'] = attempts;
+  for (;;) {
+    await pause(SETTLE_MS, session.settings.signal);
+    const result = await session.invoke('run_events', { run_id: runId }, { deadline: Math.min(session.deadline, Date.now() + ATTEMPT_MS) });
+    const events = (result.output as RunEventsOutput | undefined)?.events ?? [];
+    attempts.push({ ...resultEvidence(result), event_names: events.map((event) => event.event) });
+    if (result.receipt?.['replayed'] === true) throw new CheckFailed(`the connector claimed a replay for a second subscription to run ${runId}`);
+    const replayed = events.filter((event) => seen.has(eventKey(event)));
+    if (replayed.length > 0) {
+      throw new CheckFailed(`a second subscription to run ${runId} received ${replayed.length} event(s) the cut stream had already delivered (${replayed[0]?.event}): the stream was replayed`);
+    }
+    if (result.error?.code === NOT_FOUND) return;
+    if (session.settings.signal.aborted) throw new CheckFailed(`interrupted while subscribing again to run ${runId}`);
+    if (Date.now() + SETTLE_MS >= session.deadline) {
+      throw new CheckFailed(`a second subscription to run ${runId} after the disconnect was answered ${describeResult(result)}, not ${NOT_FOUND}, until the deadline`);
+    }
+  }
+}
+
+function eventKey(event: HermesSseEvent): string {
+  return `${event.event}@${String(event.data['timestamp'])}`;
+}

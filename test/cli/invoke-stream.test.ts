@@ -1,0 +1,49 @@
+import { describe, expect, it } from 'vitest';
+import { assertMatches } from '../helpers/schema-check.js';
+import { SIM_KEY, finished, simulatorWithConfig, spawnCli, waitForOutput } from './helpers.js';
+
+describe('hermes-aip invoke … run_events', { timeout: 60_000 }, () => {
+  it('prints every chunk as one JSON line as it arrives, then the result as the last line', async () => {
+    const { sim, configPath } = await simulatorWithConfig();
+    const start = await finished(
+      spawnCli([
+        'invoke',
+        'cap:hermes_agent:local:run_start',
+        '--config',
+        configPath,
+        '--idempotency-key',
+        'stream-1',
+        '--input',
+        JSON.stringify({ body: { input: 'x', sim_script: [{ type: 'delta', text: 'Hel' }, { type: 'approval', command: 'rm -rf ./tmp' }, { type: 'delta', text: 'lo' }, { type: 'complete', output: 'Hello' }] } }),
+      ]),
+      ['run_start'],
+    );
+    const runId = (JSON.parse(start.stdout) as { output: { run_id: string } }).output.run_id;
+
+    const child = spawnCli(['invoke', 'cap:hermes_agent:local:run_events', '--config', configPath, '--input', JSON.stringify({ run_id: runId })]);
+    const done = finished(child, ['run_events']);
+    // The run holds at its approval: the first chunks are on stdout while the run is still going.
+    const early = await waitForOutput(child.stdout, '"pending_approval"');
+    expect(sim.run(runId)?.status).toBe('waiting_for_approval');
+    expect(early).not.toContain('run.completed');
+    await fetch(`${sim.url}/v1/runs/${runId}/approval`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${SIM_KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ choice: 'once' }),
+    });
+
+    const run = await done;
+    expect(run.code, run.stderr).toBe(0);
+    const lines = run.stdout.trimEnd().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+    const chunks = lines.slice(0, -1);
+    const result = lines[lines.length - 1] as { status: string; output: { terminal_event: string; events: unknown[] } };
+    for (const chunk of chunks) assertMatches('aip/stream-chunk.schema.json', chunk);
+    assertMatches('aip/action-result.schema.json', result);
+    expect(chunks.map((chunk) => chunk['sequence'])).toEqual(chunks.map((_, index) => index));
+    const events = chunks.map((chunk) => (chunk['data'] as { hermes_sse: { event: string } }).hermes_sse.event);
+    expect(events).toEqual(['message.delta', 'approval.request', 'approval.responded', 'message.delta', 'run.completed']);
+    expect(chunks.map((chunk) => chunk['kind'])).toEqual(['data', 'pending_approval', 'data', 'data', 'done']);
+    expect(result).toMatchObject({ status: 'completed', output: { terminal_event: 'run.completed' } });
+    expect(result.output.events).toHaveLength(5);
+  });
+});

@@ -1,0 +1,39 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { CHECK_IDS, readEvidence, runCli, tempDir } from './helpers.js';
+
+describe('hermes-aip qualify --simulate --out DIR (what npm start runs)', { timeout: 60_000 }, () => {
+  it('passes all eight checks against the embedded simulator, writes both files and leaves nothing running', async () => {
+    const out = join(tempDir(), 'qualification');
+    // finished() resolves only once the process has exited: nothing may keep it alive.
+    const run = await runCli(['qualify', '--simulate', '--out', out]);
+    expect(run.code, run.stdout + run.stderr).toBe(0);
+    expect(run.stderr).toBe('');
+    expect(run.stdout).toMatch(/Qualification PASSED: 8\/8 checks passed on 1 endpoint/);
+    expect(run.stdout).toContain(`Report:   ${join(out, 'report.html')}`);
+    for (const id of CHECK_IDS) expect(run.stdout).toContain(`PASS ${CHECK_IDS.indexOf(id) + 1}. ${id}`);
+
+    const evidence = readEvidence(out);
+    expect(evidence.result).toBe('passed');
+    expect(evidence['target']).toMatchObject({ kind: 'simulator', simulator_profile: 'pin' });
+    const checks = evidence.endpoints[0]?.checks ?? [];
+    expect(checks.map((check) => check.id)).toEqual(CHECK_IDS);
+    expect(checks.every((check) => check.result === 'passed' && check.reason === null)).toBe(true);
+    expect(evidence['identities']).toMatchObject({ aip_protocol_version: '1.0', hermes_pinned_revision: '7426c09beee73bdff94d916015bac71384f6bc92' });
+    expect(existsSync(join(out, 'report.html'))).toBe(true);
+
+    // The simulator's key is generated inside the CLI (hk_sim_…) and must appear nowhere.
+    const written = readFileSync(join(out, 'evidence.json'), 'utf8') + readFileSync(join(out, 'report.html'), 'utf8') + run.stdout;
+    expect(written).not.toMatch(/hk_sim_[0-9a-f]+/);
+    expect(written).not.toMatch(/Bearer/i);
+    expect(written).not.toContain('Use the terminal tool');
+  });
+
+  it('passes against the later profile too', async () => {
+    const run = await runCli(['qualify', '--simulate', '--profile', 'later']);
+    expect(run.code, run.stdout).toBe(0);
+    expect(run.stdout).toContain('(profile later)');
+    expect(run.stdout).toMatch(/Qualification PASSED: 8\/8/);
+  });
+});
