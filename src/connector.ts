@@ -56,8 +56,10 @@ export function createHermesConnector(options: HermesConnectorOptions): HermesCo
     cancel: (action, context) =>
       track(
         (async () => {
-          const stop = await stopActionFor(deps, action, context);
-          return stop === null ? null : run(stop, context, true);
+          // A malformed action goes to the pipeline as it is, which answers with its typed refusal.
+          // (Boxed: resolving a promise with a hostile object would read its `then`.)
+          const plan = await stopActionFor(deps, action, context).catch(() => ({ action }));
+          return plan === null ? null : run(plan.action, context, true);
         })(),
       ),
     evidence: (actionIdOrRunId) => ledger.evidence(actionIdOrRunId),
@@ -247,7 +249,17 @@ async function reconcileOpenRuns(deps: PipelineDeps, invoke: (action: AipAction,
 
 const validateAction = () => schemaCatalog().validator('aip/action.schema.json');
 
-function checkAction(action: unknown): AipAction {
+/**
+ * The action as plain JSON data, as it would arrive in an AIP envelope: getters that throw,
+ * proxies, cycles, BigInts and the like are refused here, before anything else reads them.
+ */
+function checkAction(rawAction: unknown): AipAction {
+  let action: unknown;
+  try {
+    action = JSON.parse(JSON.stringify(rawAction) ?? 'null');
+  } catch {
+    throw new HermesFailure('invalid_input', 'The action is invalid: it is not plain JSON data');
+  }
   const validate = validateAction();
   if (!validate(action)) throw new HermesFailure('invalid_input', `The action is invalid: ${describeSchemaErrors(validate.errors)}`);
   return action as AipAction;
@@ -304,9 +316,14 @@ function receiptFor(action: AipAction, entry: CapabilityEntry, httpStatus: numbe
   return receipt;
 }
 
+/** The action's id for the result, read defensively: a hostile action still gets a result. */
 function actionIdOf(action: unknown): string {
-  const id = (action as { id?: unknown } | null)?.id;
-  return typeof id === 'string' ? id : '';
+  try {
+    const id = (action as { id?: unknown } | null)?.id;
+    return typeof id === 'string' ? id : '';
+  } catch {
+    return '';
+  }
 }
 
 /**
@@ -314,10 +331,10 @@ function actionIdOf(action: unknown): string {
  * its input names, or for the run a `run_start` action started (from the ledger). Unknown
  * capabilities still get a typed result; nothing to stop means null.
  */
-async function stopActionFor(deps: PipelineDeps, action: unknown, context: ExecutionContext | undefined): Promise<unknown> {
+async function stopActionFor(deps: PipelineDeps, action: unknown, context: ExecutionContext | undefined): Promise<{ action: unknown } | null> {
   const candidate = action as Partial<AipAction> | null;
   const entry = deps.registry.resolve(candidate?.capability_id);
-  if (!entry) return action;
+  if (!entry) return { action };
   const runId = await runIdToStop(deps, entry, candidate, context?.tenantId);
   if (runId === undefined) return null;
   const stop: AipAction = {
@@ -327,7 +344,7 @@ async function stopActionFor(deps: PipelineDeps, action: unknown, context: Execu
     idempotency_key: `aip-cancel-${createHash('sha256').update(actionIdOf(action)).digest('hex').slice(0, 40)}`,
   };
   if (Array.isArray(candidate?.delegation_chain)) stop.delegation_chain = candidate.delegation_chain;
-  return stop;
+  return { action: stop };
 }
 
 async function runIdToStop(deps: PipelineDeps, entry: CapabilityEntry, action: Partial<AipAction> | null, tenantId: string | undefined): Promise<string | undefined> {

@@ -127,15 +127,20 @@ export function failureFromHttpStatus(
   return new HermesFailure('remote_rejected', `${answered}: the request was rejected`, init);
 }
 
-const PROVIDER_CODE = /^[A-Za-z0-9_.-]{1,64}$/;
+/** Hermes error codes are lowercase snake_case tokens (`run_not_found`, `approval_not_pending`, …). */
+const PROVIDER_CODE = /^[a-z][a-z0-9_]{0,63}$/;
 
-/** Extracts Hermes' `error.code` from an error body, only when it is a short token (never free text). */
-export function providerCodeOf(body: unknown): string | undefined {
+/**
+ * Extracts Hermes' `error.code` from an error body, only when it is a short snake_case token, and
+ * never when it carries the endpoint's key (a broken or hostile server echoing the credential).
+ */
+export function providerCodeOf(body: unknown, secret?: string): string | undefined {
   if (body === null || typeof body !== 'object') return undefined;
   const error = (body as { error?: unknown }).error;
   if (error === null || typeof error !== 'object') return undefined;
   const code = (error as { code?: unknown }).code;
-  return typeof code === 'string' && PROVIDER_CODE.test(code) ? code : undefined;
+  if (typeof code !== 'string' || !PROVIDER_CODE.test(code)) return undefined;
+  return secret && (code.includes(secret) || secret.includes(code)) ? undefined : code;
 }
 
 /** An IMF-fixdate, the HTTP date form servers send (RFC 9110 §5.6.7). */

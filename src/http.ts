@@ -103,9 +103,10 @@ export function transportFailure(error: unknown, scope: CallScope, endpointId: s
 }
 
 /** Maps a non-2xx response to its failure, reading at most a small error body for Hermes' `error.code`. */
-export async function failureFromResponse(response: ProviderResponse, endpointId: string, now: () => number): Promise<HermesFailure> {
+export async function failureFromResponse(response: ProviderResponse, endpoint: ResolvedEndpoint, now: () => number): Promise<HermesFailure> {
   const body = await readErrorBody(response);
-  return failureFromHttpStatus(response.statusCode, endpointId, providerCodeOf(body), parseRetryAfter(response.headers['retry-after'], now()));
+  const providerCode = providerCodeOf(body, endpoint.apiKey?.reveal());
+  return failureFromHttpStatus(response.statusCode, endpoint.id, providerCode, parseRetryAfter(response.headers['retry-after'], now()));
 }
 
 async function readErrorBody(response: ProviderResponse): Promise<unknown> {

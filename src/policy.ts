@@ -23,12 +23,21 @@ export function enforceGates(input: GateInput): void {
   enforceTenant(input);
   enforceCredential(input);
   enforceIdempotencyKey(input);
-  if (!input.hostCancellation) enforceApproval(input);
+  if (!input.hostCancellation) enforceReadableApproval(input);
   enforceTime(input);
 }
 
 /** Checks the trusted context's shape: a malformed context is refused, not guessed at. */
 export function checkContext(context: unknown): ExecutionContext {
+  try {
+    return checkContextFields(context);
+  } catch (error) {
+    if (error instanceof HermesFailure) throw error;
+    throw invalidContext('it cannot be read (a field threw)');
+  }
+}
+
+function checkContextFields(context: unknown): ExecutionContext {
   if (context === undefined) return {};
   if (typeof context !== 'object' || context === null || Array.isArray(context)) throw invalidContext('must be an object');
   const c = context as Record<string, unknown>;
@@ -78,6 +87,15 @@ function enforceIdempotencyKey({ declaration, action }: GateInput): void {
   }
 }
 
+function enforceReadableApproval(input: GateInput): void {
+  try {
+    enforceApproval(input);
+  } catch (error) {
+    if (error instanceof HermesFailure) throw error;
+    throw new HermesFailure('approval_required', `\`${input.declaration.operation}\` requires a valid AIP approval: the grant cannot be read`);
+  }
+}
+
 function enforceApproval({ declaration, action, context, now }: GateInput): void {
   const approval = declaration.contract.approval;
   if (!approval?.required) return;
@@ -95,7 +113,7 @@ function enforceApproval({ declaration, action, context, now }: GateInput): void
   if (evidence === undefined || evidence === null || typeof evidence !== 'object') throw refuse('the grant carries no evidence');
   if (typeof evidence.reason !== 'string' || evidence.reason.trim() === '') throw refuse('the evidence has no reason');
   if (evidence.policyDecision === undefined || evidence.policyDecision === null) throw refuse('the evidence has no policy decision');
-  if (!('inputSnapshot' in evidence) || canonicalJson(evidence.inputSnapshot) !== canonicalJson(action.input)) {
+  if (!('inputSnapshot' in evidence) || !sameJson(evidence.inputSnapshot, action.input)) {
     throw refuse('the evidence input snapshot differs from the action input');
   }
 }
@@ -104,6 +122,15 @@ function enforceTime({ context, now }: GateInput): void {
   if (context.signal?.aborted) throw new HermesFailure('cancelled', 'The action was cancelled before it was sent');
   if (context.deadline !== undefined && context.deadline <= now) {
     throw new HermesFailure('deadline_exceeded', 'The AIP deadline passed before the action was sent');
+  }
+}
+
+/** Structural JSON equality; a value that is not JSON data (a cycle, a BigInt) equals nothing. */
+function sameJson(a: unknown, b: unknown): boolean {
+  try {
+    return canonicalJson(a) === canonicalJson(b);
+  } catch {
+    return false;
   }
 }
 

@@ -214,15 +214,18 @@ describe('providerCodeOf', () => {
   it.each([
     [{ error: { code: 'approval_not_pending' } }, 'approval_not_pending'],
     [{ error: { code: 'run_not_found', message: 'Run not found' } }, 'run_not_found'],
-    [{ error: { code: 'invalid.request-1' } }, 'invalid.request-1'],
-    [{ error: { code: 'A'.repeat(64) } }, 'A'.repeat(64)],
-  ])('accepts the short token in %j', (body, code) => {
+    [{ error: { code: 'rate_limit_exceeded' } }, 'rate_limit_exceeded'],
+    [{ error: { code: 'a'.repeat(64) } }, 'a'.repeat(64)],
+  ])('accepts the snake_case token in %j', (body, code) => {
     expect(providerCodeOf(body)).toBe(code);
   });
 
   it.each([
     ['free text with spaces', { error: { code: 'Run not found' } }],
-    ['65 characters', { error: { code: 'A'.repeat(65) } }],
+    ['65 characters', { error: { code: 'a'.repeat(65) } }],
+    ['upper case', { error: { code: 'RUN_NOT_FOUND' } }],
+    ['dots and dashes', { error: { code: 'invalid.request-1' } }],
+    ['a leading digit', { error: { code: '1_code' } }],
     ['an empty string', { error: { code: '' } }],
     ['a newline', { error: { code: 'bad\ncode' } }],
     ['non-ASCII', { error: { code: 'café' } }],
@@ -241,6 +244,14 @@ describe('providerCodeOf', () => {
     ['a number body', 5],
   ])('refuses %s', (_name, body) => {
     expect(providerCodeOf(body)).toBeUndefined();
+  });
+
+  it('refuses a code that carries the endpoint key, or is part of it', () => {
+    const key = 'hk_live_0123456789';
+    expect(providerCodeOf({ error: { code: key } }, key)).toBeUndefined();
+    expect(providerCodeOf({ error: { code: `prefix_${key}` } }, key)).toBeUndefined();
+    expect(providerCodeOf({ error: { code: 'hk_live' } }, key)).toBeUndefined();
+    expect(providerCodeOf({ error: { code: 'run_not_found' } }, key)).toBe('run_not_found');
   });
 });
 

@@ -37,7 +37,7 @@ export async function callJson(call: OperationCall<unknown>, request: JsonReques
       scope,
     );
     call.onHttpStatus(response.statusCode);
-    if (response.statusCode < 200 || response.statusCode > 299) throw await failureFromResponse(response, endpoint.id, config.now);
+    if (response.statusCode < 200 || response.statusCode > 299) throw await failureFromResponse(response, endpoint, config.now);
     const output = await readJsonBody(response, config.limits.maxJsonResponseBytes, scope, endpoint.id);
     return { status: 'completed', output };
   } finally {

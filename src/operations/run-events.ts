@@ -43,7 +43,7 @@ export const runEvents: Operation<RunEventsInput> = {
         scope,
       );
       call.onHttpStatus(response.statusCode);
-      if (response.statusCode < 200 || response.statusCode > 299) throw await failureFromResponse(response, endpoint.id, config.now);
+      if (response.statusCode < 200 || response.statusCode > 299) throw await failureFromResponse(response, endpoint, config.now);
       output.http_status = response.statusCode;
       end = await readStream(call, response, output, scope);
     } catch (error) {
