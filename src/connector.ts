@@ -56,10 +56,13 @@ export function createHermesConnector(options: HermesConnectorOptions): HermesCo
     cancel: (action, context) =>
       track(
         (async () => {
-          // A malformed action goes to the pipeline as it is, which answers with its typed refusal.
-          // (Boxed: resolving a promise with a hostile object would read its `then`.)
-          const plan = await stopActionFor(deps, action, context).catch(() => ({ action }));
-          return plan === null ? null : run(plan.action, context, true);
+          const plain = toPlainJson(action);
+          // Only the run_stop built here carries the host's cancel authority; anything else goes
+          // through the ordinary pipeline, which answers with its typed refusal.
+          if (!plain.ok) return run(action, context, false);
+          const plan = await stopActionFor(deps, plain.value, context).catch(() => ({ stop: undefined }));
+          if (plan === null) return null;
+          return plan.stop ? run(plan.stop, context, true) : run(plain.value, context, false);
         })(),
       ),
     evidence: (actionIdOrRunId) => ledger.evidence(actionIdOrRunId),
@@ -103,11 +106,13 @@ interface AdmittedAction {
  */
 async function invokePipeline(deps: PipelineDeps, rawAction: unknown, rawContext: unknown, hostCancellation: boolean): Promise<AipActionResult> {
   const startedAt = deps.config.now();
-  const actionId = actionIdOf(rawAction);
+  const plain = toPlainJson(rawAction);
+  const actionId = actionIdOf(plain.ok ? plain.value : rawAction);
   const admission: { entry?: CapabilityEntry; publisher: ChunkPublisher; logger: Logger } = { publisher: new ChunkPublisher(actionId, undefined), logger: deps.logger };
   let result: AipActionResult;
   try {
-    const admitted = admit(deps, rawAction, rawContext, hostCancellation, startedAt, admission);
+    if (!plain.ok) throw new HermesFailure('invalid_input', 'The action is invalid: it is not plain JSON data');
+    const admitted = admit(deps, plain.value, rawContext, hostCancellation, startedAt, admission);
     result = await dispatchOnce(deps, admitted);
   } catch (error) {
     result = shapeResult(actionId, admission.entry, failedOutcome(error, false), undefined);
@@ -123,13 +128,13 @@ async function invokePipeline(deps: PipelineDeps, rawAction: unknown, rawContext
 /** Validation and policy; throws HermesFailure. `admission` records how far it got, for the failure's result. */
 function admit(
   deps: PipelineDeps,
-  rawAction: unknown,
+  plainAction: unknown,
   rawContext: unknown,
   hostCancellation: boolean,
   startedAt: number,
   admission: { entry?: CapabilityEntry; publisher: ChunkPublisher; logger: Logger },
 ): AdmittedAction {
-  const action = checkAction(rawAction);
+  const action = checkAction(plainAction);
   const entry = deps.registry.resolve(action.capability_id);
   if (!entry) throw new HermesFailure('unsupported_capability', 'No capability of this connector has that id');
   admission.entry = entry;
@@ -250,16 +255,19 @@ async function reconcileOpenRuns(deps: PipelineDeps, invoke: (action: AipAction,
 const validateAction = () => schemaCatalog().validator('aip/action.schema.json');
 
 /**
- * The action as plain JSON data, as it would arrive in an AIP envelope: getters that throw,
- * proxies, cycles, BigInts and the like are refused here, before anything else reads them.
+ * The action as plain JSON data, as it would arrive in an AIP envelope. Everything after this
+ * reads the copy, so getters that throw, proxies, cycles, BigInts and boxed strings can neither
+ * crash the pipeline nor show one value to a check and another to the operation.
  */
-function checkAction(rawAction: unknown): AipAction {
-  let action: unknown;
+function toPlainJson(value: unknown): { ok: true; value: unknown } | { ok: false } {
   try {
-    action = JSON.parse(JSON.stringify(rawAction) ?? 'null');
+    return { ok: true, value: JSON.parse(JSON.stringify(value) ?? 'null') };
   } catch {
-    throw new HermesFailure('invalid_input', 'The action is invalid: it is not plain JSON data');
+    return { ok: false };
   }
+}
+
+function checkAction(action: unknown): AipAction {
   const validate = validateAction();
   if (!validate(action)) throw new HermesFailure('invalid_input', `The action is invalid: ${describeSchemaErrors(validate.errors)}`);
   return action as AipAction;
@@ -316,7 +324,7 @@ function receiptFor(action: AipAction, entry: CapabilityEntry, httpStatus: numbe
   return receipt;
 }
 
-/** The action's id for the result, read defensively: a hostile action still gets a result. */
+/** The action's id for the result, read defensively: even a hostile action gets a result. */
 function actionIdOf(action: unknown): string {
   try {
     const id = (action as { id?: unknown } | null)?.id;
@@ -331,10 +339,10 @@ function actionIdOf(action: unknown): string {
  * its input names, or for the run a `run_start` action started (from the ledger). Unknown
  * capabilities still get a typed result; nothing to stop means null.
  */
-async function stopActionFor(deps: PipelineDeps, action: unknown, context: ExecutionContext | undefined): Promise<{ action: unknown } | null> {
+async function stopActionFor(deps: PipelineDeps, action: unknown, context: ExecutionContext | undefined): Promise<{ stop: AipAction | undefined } | null> {
   const candidate = action as Partial<AipAction> | null;
   const entry = deps.registry.resolve(candidate?.capability_id);
-  if (!entry) return { action };
+  if (!entry) return { stop: undefined };
   const runId = await runIdToStop(deps, entry, candidate, context?.tenantId);
   if (runId === undefined) return null;
   const stop: AipAction = {
@@ -344,7 +352,7 @@ async function stopActionFor(deps: PipelineDeps, action: unknown, context: Execu
     idempotency_key: `aip-cancel-${createHash('sha256').update(actionIdOf(action)).digest('hex').slice(0, 40)}`,
   };
   if (Array.isArray(candidate?.delegation_chain)) stop.delegation_chain = candidate.delegation_chain;
-  return { action: stop };
+  return { stop };
 }
 
 async function runIdToStop(deps: PipelineDeps, entry: CapabilityEntry, action: Partial<AipAction> | null, tenantId: string | undefined): Promise<string | undefined> {
