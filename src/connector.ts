@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
 import { ChunkPublisher } from './chunks.js';
 import { resolveConfig, type ResolvedConfig } from './config.js';
@@ -24,6 +25,8 @@ export function createHermesConnector(options: HermesConnectorOptions): HermesCo
   const ledger = config.ledger ?? createMemoryLedger();
   const logger = connectorLogger(config.logger);
   const lifetime = new AbortController();
+  // Every call in flight listens to this one signal (and removes its listener when it ends).
+  setMaxListeners(0, lifetime.signal);
   const deps: PipelineDeps = {
     config,
     registry,
@@ -41,7 +44,9 @@ export function createHermesConnector(options: HermesConnectorOptions): HermesCo
   const inFlight = new Set<Promise<unknown>>();
   const track = <T>(work: Promise<T>): Promise<T> => {
     inFlight.add(work);
-    void work.finally(() => inFlight.delete(work));
+    // then(done, done), not finally(): a second promise that rejects again would be unhandled.
+    const done = () => void inFlight.delete(work);
+    work.then(done, done);
     return work;
   };
   const run = (action: unknown, context: unknown, hostCancellation: boolean) => track(invokePipeline(deps, action, context, hostCancellation));

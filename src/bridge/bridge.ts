@@ -201,7 +201,8 @@ export function createHermBridge(options: HermBridgeOptions): HermBridge {
       .invoke({ id: typedId('act_'), capability_id: cap('run_approval'), input, idempotency_key: `herm-approval-${chunk.sequence}-${job.idempotency_key}` }, context({ approval: decision.grant }))
       .then((result) => logger.info({ run_id: runId, status: result.status, code: result.error?.code }, 'hermes approval answered'));
     approvals.add(answer);
-    void answer.finally(() => approvals.delete(answer));
+    const settled = () => void approvals.delete(answer);
+    answer.then(settled, settled);
   }
 
   /** From a recorded start to an accepted final result. */

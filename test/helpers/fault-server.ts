@@ -64,6 +64,13 @@ export interface FaultServer {
   closedByClient(): number;
   /** Resolves once no connection is open (polls; rejects after `attempts` × 10 ms, to fail a hung test). */
   drained(attempts?: number): Promise<void>;
+  /**
+   * Resolves once the connection that carried request `index` (default: the last one) has
+   * closed, and says whether the client closed it (rather than the server). Polls; rejects
+   * after `attempts` × 10 ms. (undici may open a spare idle connection after a body is
+   * destroyed; that one is not the request's and is closed with the pool.)
+   */
+  requestConnectionClosed(index?: number, attempts?: number): Promise<{ byClient: boolean }>;
   close(): Promise<void>;
 }
 
@@ -82,12 +89,14 @@ export async function startFaultServer(initial: FaultHandler = respondNotFound):
   let handler = initial;
   const requests: FaultRequest[] = [];
   const connections = new Set<ConnectionState>();
+  const states: ConnectionState[] = [];
   let accepted = 0;
   let clientClosed = 0;
 
   const server: Server = createServer((socket) => {
     const state: ConnectionState = { socket, index: accepted++, serverEnded: false, clientClosed: false, open: true };
     connections.add(state);
+    states.push(state);
     socket.setNoDelay(true);
     socket.on('error', () => {
       // Resets from the client are expected; 'close' follows.
@@ -136,6 +145,16 @@ export async function startFaultServer(initial: FaultHandler = respondNotFound):
         await new Promise((resolve) => setTimeout(resolve, 10));
       }
       throw new Error(`fault server: ${connections.size} connection(s) still open`);
+    },
+    async requestConnectionClosed(index = requests.length - 1, attempts = 500) {
+      const request = requests[index];
+      if (!request) throw new Error(`fault server: no request ${index}`);
+      const state = states[request.connection] as ConnectionState;
+      for (let attempt = 0; attempt < attempts; attempt++) {
+        if (!state.open) return { byClient: state.clientClosed && !state.serverEnded };
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      throw new Error(`fault server: the connection of request ${index} is still open`);
     },
     close() {
       closing ??= new Promise<void>((resolve) => {

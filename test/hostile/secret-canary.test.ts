@@ -1,0 +1,366 @@
+/**
+ * Secret canary (issue 7, part 3). A random canary API key and a canary tenant go through the
+ * whole lifecycle and every failure path reachable from a test: 401, 404, 409, 429, 5xx,
+ * transport (reset and refused), invalid_response, a cut stream, refused approvals, tenant
+ * mismatch, deadline, cancellation, idempotency replay and conflict, redirects, and a hostile
+ * provider that reflects the Authorization header back in its answers. pino logs at `trace`
+ * into a buffer. The key must appear in no log line, no result, no chunk, no error, no
+ * manifest or capability, no evidence, no util.inspect of the connector or of anything it
+ * returned or threw, and no JSON of any of these.
+ *
+ * The key is proven to be in use: the simulator receives it as the Bearer token.
+ */
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:net';
+import { inspect } from 'node:util';
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ConnectorConfigError, createHermesConnector, type AipAction, type AipActionResult, type AipStreamChunk, type ExecutionContext, type HermesConnector } from 'aip-connector-hermes-agent';
+import { startHermesSimulator, type HermesSimulator } from 'aip-connector-hermes-agent/simulator';
+import { JSON_TYPE, SSE_TYPE, byRoute, redirectTo, resetBeforeHeaders, respondStatus, startFaultServer, type FaultHandler, type FaultServer } from '../helpers/fault-server.js';
+import { grantFor, nextId, PREFIX } from './support.js';
+
+/**
+ * Shaped like a Hermes error code (lowercase snake_case), so that the connector's provider-code
+ * shape filter alone cannot hide a reflected key: only a real secret check can.
+ */
+const CANARY_KEY = `sk_canary_${randomBytes(16).toString('hex')}`;
+const CANARY_TENANT = `tenant-canary-${randomBytes(8).toString('hex')}`;
+const OTHER_KEY = `hk_other_key_${randomBytes(8).toString('hex')}`;
+
+const closers: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const close of closers.splice(0).reverse()) await close();
+});
+
+/** Everything the suite saw, to be searched for the key. */
+class Evidence {
+  readonly items: Array<{ what: string; value: unknown }> = [];
+  add(what: string, value: unknown): void {
+    this.items.push({ what, value });
+  }
+  /** Every place the key was found: JSON, util.inspect (hidden properties too) and String(). */
+  leaks(secret: string): string[] {
+    const found: string[] = [];
+    for (const { what, value } of this.items) {
+      const views: Array<[string, () => string]> = [
+        ['json', () => JSON.stringify(value) ?? ''],
+        ['inspect', () => inspect(value, { depth: Infinity, showHidden: true, getters: true, maxArrayLength: Infinity, maxStringLength: Infinity })],
+        ['string', () => String(value)],
+      ];
+      for (const [view, render] of views) {
+        let text: string;
+        try {
+          text = render();
+        } catch {
+          continue;
+        }
+        if (!text.includes(secret)) continue;
+        const paths = view === 'json' ? pathsTo(value, secret) : [];
+        found.push(`${what} (${view}${paths.length > 0 ? `: ${paths.join(', ')}` : ''})`);
+      }
+    }
+    return found;
+  }
+}
+
+/** The JSON paths of every string under `value` that contains `secret` (keys included). */
+function pathsTo(value: unknown, secret: string, path = '$', seen = new Set<unknown>()): string[] {
+  if (typeof value === 'string') return value.includes(secret) ? [path] : [];
+  if (value === null || typeof value !== 'object' || seen.has(value)) return [];
+  seen.add(value);
+  return Object.entries(value).flatMap(([key, item]) => [...(key.includes(secret) ? [`${path} (key)`] : []), ...pathsTo(item, secret, `${path}.${key}`, seen)]);
+}
+
+/** A loopback port nothing listens on. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/** A provider that reflects the request's Authorization value into everything it answers. */
+const reflector: FaultHandler = (exchange) => {
+  const authorization = exchange.request.headers.authorization ?? '';
+  const token = authorization.replace(/^Bearer /, '');
+  const path = exchange.request.target;
+  if (path.endsWith('/events')) {
+    return exchange.respond(401, JSON.stringify({ error: { message: `Invalid API key ${authorization}`, type: 'invalid_request_error', code: token } }), {
+      'Content-Type': JSON_TYPE,
+      'WWW-Authenticate': `Bearer realm="${token}"`,
+    });
+  }
+  if (path.includes('redirect')) return redirectTo(302, `http://127.0.0.1:1/steal?key=${encodeURIComponent(token)}`)(exchange);
+  const status = exchange.request.method === 'POST' ? 500 : 429;
+  return exchange.respond(status, JSON.stringify({ error: { message: authorization, type: 'server_error', param: token, code: token } }), {
+    'Content-Type': JSON_TYPE,
+    'Retry-After': '1',
+    'X-Echo-Authorization': authorization,
+  });
+};
+
+interface Setup {
+  connector: HermesConnector;
+  sim: HermesSimulator;
+  stale: HermesSimulator;
+  hostile: FaultServer;
+  lines: string[];
+  evidence: Evidence;
+  cap(endpoint: string, operation: string): string;
+  invoke(action: Partial<AipAction> & { capability_id: string; input: unknown }, context?: ExecutionContext): Promise<AipActionResult>;
+  cancel(action: Partial<AipAction> & { capability_id: string; input: unknown }, context?: ExecutionContext): Promise<AipActionResult | null>;
+}
+
+async function setup(): Promise<Setup> {
+  const lines: string[] = [];
+  const logger = pino({ level: 'trace' }, { write: (line: string) => void lines.push(line) });
+  const sim = await startHermesSimulator({ apiKey: CANARY_KEY, keepaliveMs: 100, streamLookupMs: 100, maxConcurrentRuns: 0 });
+  closers.push(() => sim.close());
+  // Another Hermes whose key is not the canary: the canary is refused there (401).
+  const stale = await startHermesSimulator({ apiKey: OTHER_KEY, streamLookupMs: 100 });
+  closers.push(() => stale.close());
+  const hostile = await startFaultServer(byRoute({ events: reflector, status: reflector, other: reflector }));
+  closers.push(() => hostile.close());
+  const refusedPort = await closedPort();
+  const endpoint = (id: string, baseUrl: string) => ({ id, baseUrl, apiKey: CANARY_KEY, tenantId: CANARY_TENANT, displayName: `Hermes ${id}` });
+  const connector = createHermesConnector({
+    endpoints: [endpoint('main', sim.url), endpoint('stale', stale.url), endpoint('hostile', hostile.url), endpoint('refused', `http://127.0.0.1:${refusedPort}`)],
+    logger,
+    limits: { maxJsonResponseBytes: 4096, sseIdleTimeoutMs: 2000 },
+  });
+  closers.push(() => connector.close());
+  const evidence = new Evidence();
+  const trusted = (context: ExecutionContext = {}): ExecutionContext => ({ tenantId: CANARY_TENANT, traceId: 'trace-canary', actor: { principalId: 'user:canary' }, ...context });
+  const chunksFor = (actionId: string): ExecutionContext['onChunk'] => (chunk: AipStreamChunk) => evidence.add(`chunk of ${actionId}`, chunk);
+  return {
+    connector,
+    sim,
+    stale,
+    hostile,
+    lines,
+    evidence,
+    cap: (endpointId, operation) => `cap:hermes_agent:${endpointId}:${operation}`,
+    async invoke(partial, context) {
+      const action = { id: nextId('canary'), ...partial } as AipAction;
+      const outer = context?.onChunk;
+      const onChunk = chunksFor(action.id);
+      let result: AipActionResult;
+      try {
+        result = await connector.invoke(action, trusted({ ...context, onChunk: async (chunk) => {
+          onChunk?.(chunk);
+          await outer?.(chunk);
+        } }));
+      } catch (error) {
+        evidence.add(`rejection of ${action.id}`, error);
+        throw error;
+      }
+      evidence.add(`result of ${action.id}`, result);
+      return result;
+    },
+    async cancel(partial, context) {
+      const action = { id: nextId('canary'), ...partial } as AipAction;
+      const result = await connector.cancel(action, trusted(context));
+      evidence.add(`cancel result of ${action.id}`, result);
+      return result;
+    },
+  };
+}
+
+const codeOf = (result: AipActionResult | null) => result?.error?.code?.slice(PREFIX.length) ?? result?.status;
+
+describe('secret canary: the API key appears nowhere but in the Authorization header', () => {
+  it('through the whole lifecycle and every reachable failure path', async () => {
+    const s = await setup();
+    const { connector, sim, invoke, cancel, cap, evidence } = s;
+    const codes: Record<string, unknown> = {};
+    const start = async (endpoint: string, body: Record<string, unknown>, key = nextId('key'), context?: ExecutionContext) =>
+      invoke({ capability_id: cap(endpoint, 'run_start'), input: { body }, idempotency_key: key }, context);
+    const status = (endpoint: string, runId: string, context?: ExecutionContext) => invoke({ capability_id: cap(endpoint, 'run_status'), input: { run_id: runId } }, context);
+    const events = (endpoint: string, runId: string, context?: ExecutionContext) => invoke({ capability_id: cap(endpoint, 'run_events'), input: { run_id: runId } }, context);
+    const approve = (endpoint: string, runId: string, withGrant = true) => {
+      const input = { run_id: runId, choice: 'once' };
+      return invoke({ capability_id: cap(endpoint, 'run_approval'), input, idempotency_key: nextId('key') }, withGrant ? { approval: grantFor(input) } : {});
+    };
+    const stop = (endpoint: string, runId: string) => {
+      const input = { run_id: runId };
+      return invoke({ capability_id: cap(endpoint, 'run_stop'), input, idempotency_key: nextId('key') }, { approval: grantFor(input) });
+    };
+    const runIdOf = (result: AipActionResult) => (result.output as { run_id: string }).run_id;
+
+    // The happy lifecycle: start, events with an approval answered from the stream, status, evidence.
+    const key = nextId('key');
+    const body = { input: 'please run rm -rf ./scratch' };
+    const started = await start('main', body, key);
+    expect(started.status, JSON.stringify(started.error)).toBe('completed');
+    const runId = runIdOf(started);
+    const streamed = await events('main', runId, {
+      onChunk: async (chunk) => {
+        if (chunk.kind === 'pending_approval') codes.approval = codeOf(await approve('main', runId));
+      },
+    });
+    codes.events = codeOf(streamed);
+    codes.status = codeOf(await status('main', runId));
+    codes.replay = (await start('main', body, key)).receipt?.replayed;
+    codes.conflict = codeOf(await start('main', { input: 'something else' }, key));
+    evidence.add('evidence by action', await connector.evidence(started.action_id));
+    evidence.add('evidence by run', await connector.evidence(runId));
+    evidence.add('reconcile', await connector.reconcile());
+
+    // Stop and cancel of a live run.
+    const live = runIdOf(await start('main', { input: 'hi', sim_script: [{ type: 'sleep', ms: 30_000 }] }));
+    codes.stop = codeOf(await stop('main', live));
+    const live2 = runIdOf(await start('main', { input: 'hi', sim_script: [{ type: 'sleep', ms: 30_000 }] }));
+    codes.cancel = codeOf(await cancel({ capability_id: cap('main', 'run_events'), input: { run_id: live2 } }));
+
+    // A stream cut mid-run (the approval holds the script until the reader is attached).
+    const cutRun = runIdOf(await start('main', { input: 'hi', sim_script: [{ type: 'approval', command: 'ls' }, { type: 'cut' }, { type: 'sleep', ms: 30_000 }] }));
+    codes.cut = codeOf(
+      await events('main', cutRun, {
+        onChunk: async (chunk) => {
+          if (chunk.kind === 'pending_approval') await approve('main', cutRun);
+        },
+      }),
+    );
+
+    // Provider failures.
+    codes.unauthorized = codeOf(await status('stale', runId));
+    codes.not_found = codeOf(await status('main', `run_${'0'.repeat(32)}`));
+    codes.conflict_409 = codeOf(await approve('main', runId));
+    sim.injectFault({ route: 'start', response: { status: 429, headers: { 'Retry-After': '1' }, body: JSON.stringify({ error: { message: 'Too many', type: 'rate_limit_error', param: null, code: 'rate_limit_exceeded' } }) } });
+    codes.rate_limited = codeOf(await start('main', { input: 'hi' }));
+    sim.injectFault({ route: 'status', response: { status: 503, body: JSON.stringify({ error: { message: 'down', type: 'server_error', param: null, code: 'unavailable' } }) } });
+    codes.remote_temporary = codeOf(await status('main', runId));
+    sim.injectFault({ route: 'start', destroy: true });
+    codes.transport_start = codeOf(await start('main', { input: 'hi' }));
+    codes.transport_refused = codeOf(await status('refused', runId));
+    sim.injectFault({ route: 'status', response: { status: 200, headers: { 'Content-Type': 'text/html' }, body: '<html></html>' } });
+    codes.invalid_response = codeOf(await status('main', runId));
+    sim.injectFault({ route: 'status', response: { status: 200, body: JSON.stringify({ run_id: runId, status: 'running', output: 'x'.repeat(8192) }) } });
+    codes.too_large = codeOf(await status('main', runId));
+
+    // Gates.
+    codes.approval_refused = codeOf(await approve('main', live, false));
+    codes.tenant_mismatch = codeOf(await status('main', runId, { tenantId: 'another-tenant' }));
+    codes.deadline = codeOf(await status('main', runId, { deadline: Date.now() - 1 }));
+    codes.cancelled = codeOf(await status('main', runId, { signal: AbortSignal.abort() }));
+    codes.invalid_input = codeOf(await status('main', '..'));
+
+    // A hostile provider that reflects the key.
+    codes.reflected_401 = codeOf(await events('hostile', runId));
+    codes.reflected_429 = codeOf(await status('hostile', runId));
+    codes.reflected_500 = codeOf(await start('hostile', { input: 'hi' }));
+    codes.reflected_redirect = codeOf(await status('hostile', 'redirect'));
+    s.hostile.handle(resetBeforeHeaders);
+    codes.reset = codeOf(await stop('hostile', runId));
+    s.hostile.handle(byRoute({ events: sseCutAfterOneEvent, status: respondStatus('running') }));
+    codes.hostile_cut = codeOf(await events('hostile', runId));
+
+    // Every path above was really taken.
+    expect(codes).toEqual({
+      approval: 'completed',
+      events: 'completed',
+      status: 'completed',
+      replay: true,
+      conflict: 'idempotency_conflict',
+      stop: 'completed',
+      cancel: 'completed',
+      cut: 'stream_incomplete',
+      unauthorized: 'authentication',
+      not_found: 'not_found',
+      conflict_409: 'conflict',
+      rate_limited: 'rate_limited',
+      remote_temporary: 'remote_temporary',
+      transport_start: 'transport',
+      transport_refused: 'transport',
+      invalid_response: 'invalid_response',
+      too_large: 'invalid_response',
+      approval_refused: 'approval_required',
+      tenant_mismatch: 'tenant_mismatch',
+      deadline: 'deadline_exceeded',
+      cancelled: 'cancelled',
+      invalid_input: 'invalid_input',
+      reflected_401: 'authentication',
+      reflected_429: 'rate_limited',
+      reflected_500: 'remote_temporary',
+      reflected_redirect: 'remote_rejected',
+      reset: 'transport',
+      hostile_cut: 'stream_incomplete',
+    });
+
+    // The canary really was the credential on the wire.
+    expect(sim.requests.every((request) => request.headers.authorization === `Bearer ${CANARY_KEY}`)).toBe(true);
+    expect(s.hostile.requests.length).toBeGreaterThan(0);
+
+    evidence.add('manifest', connector.manifest());
+    evidence.add('capabilities', connector.capabilities());
+    for (const capability of connector.capabilities()) {
+      evidence.add(`capability ${capability.id}`, connector.capability(capability.id));
+      evidence.add(`support ${capability.id}`, connector.implementationSupport(capability.id));
+    }
+    evidence.add('connector', connector);
+    // Trace logging was on and wrote lines for every action.
+    expect(s.lines.length).toBeGreaterThan(40);
+    expect(s.lines.some((line) => (JSON.parse(line) as { level: number }).level === 10)).toBe(true);
+
+    expect(evidence.leaks(CANARY_KEY)).toEqual([]);
+    expect(s.lines.filter((line) => line.includes(CANARY_KEY))).toEqual([]);
+    // The key's base64 form (as in a Basic header) does not appear either.
+    expect(evidence.leaks(Buffer.from(CANARY_KEY).toString('base64'))).toEqual([]);
+  }, 60_000);
+
+  it('close() during a stream, and calls after it, leak nothing', async () => {
+    const s = await setup();
+    const started = await s.invoke(
+      { capability_id: s.cap('main', 'run_start'), input: { body: { input: 'hi', sim_script: [{ type: 'delta', text: 'hi' }, { type: 'sleep', ms: 30_000 }] } }, idempotency_key: nextId('key') },
+    );
+    expect(started.status, JSON.stringify(started.error)).toBe('completed');
+    let streaming: () => void = () => undefined;
+    const firstChunk = new Promise<void>((resolve) => (streaming = resolve));
+    const pending = s.invoke({ capability_id: s.cap('main', 'run_events'), input: { run_id: (started.output as { run_id: string }).run_id } }, { onChunk: () => streaming() });
+    await firstChunk;
+    await s.connector.close();
+    expect(codeOf(await pending)).toBe('cancelled');
+    expect(codeOf(await s.invoke({ capability_id: s.cap('main', 'run_status'), input: { run_id: 'run_x' } }))).toBe('cancelled');
+    s.evidence.add('connector after close', s.connector);
+    expect(s.evidence.leaks(CANARY_KEY)).toEqual([]);
+    expect(s.lines.filter((line) => line.includes(CANARY_KEY))).toEqual([]);
+  });
+});
+
+describe('secret canary: configuration errors', () => {
+  const invalid: Array<[string, Record<string, unknown>]> = [
+    ['a key with a space in it', { id: 'ep', baseUrl: 'http://127.0.0.1:1', apiKey: `${CANARY_KEY} trailing` }],
+    ['a key with a newline in it', { id: 'ep', baseUrl: 'http://127.0.0.1:1', apiKey: `${CANARY_KEY}\n` }],
+    ['the key as URL user info', { id: 'ep', baseUrl: `http://user:${CANARY_KEY}@127.0.0.1:1`, apiKey: CANARY_KEY }],
+    ['the key in the base URL query', { id: 'ep', baseUrl: `http://127.0.0.1:1/?key=${CANARY_KEY}`, apiKey: CANARY_KEY }],
+    ['the key in the base URL path', { id: 'ep', baseUrl: `http://127.0.0.1:1/${CANARY_KEY}`, apiKey: CANARY_KEY }],
+    ['the key as an invalid endpoint id', { id: CANARY_KEY.toUpperCase(), baseUrl: 'http://127.0.0.1:1', apiKey: CANARY_KEY }],
+    ['the key in an over-long tenant', { id: 'ep', baseUrl: 'http://127.0.0.1:1', apiKey: CANARY_KEY, tenantId: ` ${CANARY_KEY}` }],
+  ];
+
+  it.each(invalid)('%s: ConnectorConfigError whose message, stack and inspection hold no key', (_name, endpoint) => {
+    let thrown: unknown;
+    try {
+      createHermesConnector({ endpoints: [endpoint as never] });
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeInstanceOf(ConnectorConfigError);
+    const evidence = new Evidence();
+    evidence.add('error', thrown);
+    evidence.add('message', (thrown as Error).message);
+    evidence.add('stack', (thrown as Error).stack);
+    expect(evidence.leaks(CANARY_KEY)).toEqual([]);
+    expect(evidence.leaks(CANARY_KEY.toUpperCase())).toEqual([]);
+  });
+});
+
+/** One event, then the connection is reset (a cut stream on a hostile endpoint). */
+const sseCutAfterOneEvent: FaultHandler = async (exchange) => {
+  await exchange.head(200, { 'Content-Type': SSE_TYPE, 'Transfer-Encoding': 'chunked' });
+  await exchange.chunk(`data: ${JSON.stringify({ event: 'message.delta', run_id: 'run_x', timestamp: 1, delta: 'partial' })}\n\n`);
+  await exchange.sleep(20);
+  exchange.reset();
+};
