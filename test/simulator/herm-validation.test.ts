@@ -1,48 +1,7 @@
 import { request } from 'undici';
-import { afterEach, describe, expect, it } from 'vitest';
-import { startHermSimulator, type HermSimulator, type HermSimulatorOptions } from '../../src/simulator/index.js';
-
-const KEY = 'herm_key_validation_0123456789';
-const started: HermSimulator[] = [];
-afterEach(async () => {
-  await Promise.all(started.splice(0).map((sim) => sim.close()));
-});
-
-async function start(options: Partial<HermSimulatorOptions> = {}): Promise<HermSimulator> {
-  const sim = await startHermSimulator({ apiKey: KEY, ...options });
-  started.push(sim);
-  return sim;
-}
-
-type Status = 'running' | 'completed' | 'failed';
-type Event = Record<string, unknown> & { id: string; session_id: string };
-interface Posted {
-  status: number;
-  events: Event[];
-  error?: { type: string; message: string; retryable?: boolean };
-}
-
-function result(toolUseId: string, status: Status, text = `${status}: ${toolUseId}`): Record<string, unknown> {
-  return { type: 'user.custom_tool_result', tool_use_id: toolUseId, content: [{ type: 'text', text }], status, is_error: status === 'failed' };
-}
-
-async function post(sim: HermSimulator, sessionId: string, events: unknown[]): Promise<Posted> {
-  const res = await request(`${sim.url}/v1/sessions/${sessionId}/events`, {
-    method: 'POST',
-    reset: true,
-    headers: { 'x-api-key': KEY, 'content-type': 'application/json' },
-    body: JSON.stringify({ events }),
-  });
-  const json = (await res.body.json()) as { events?: Event[]; error?: Posted['error'] };
-  return { status: res.statusCode, events: json.events ?? [], ...(json.error ? { error: json.error } : {}) };
-}
-
-/** The single event of a 202 answer. */
-function only(posted: Posted): Event {
-  expect(posted.status).toBe(202);
-  expect(posted.events).toHaveLength(1);
-  return posted.events[0] as Event;
-}
+import { describe, expect, it } from 'vitest';
+import { type HermSimulator } from '../../src/simulator/index.js';
+import { KEY, start, type Event, type Posted, result, post, only } from './herm-support.js';
 
 async function postRaw(sim: HermSimulator, sessionId: string, body: string | Buffer): Promise<Posted> {
   const res = await request(`${sim.url}/v1/sessions/${sessionId}/events`, {
