@@ -3,15 +3,13 @@
  * PostgreSQL connection string to itself): SQLite always, PostgreSQL when HERMES_TEST_PG_URL
  * is set. Each store is isolated (its own file or schema) and removed after the file's tests.
  */
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { afterAll } from 'vitest';
 import { createPostgresLedger, createSqliteLedger, type RunLedger } from 'aip-connector-hermes-agent';
 import type { BridgeProcessConfig } from '../bridge/fixtures/bridge-process.js';
-import { PG_URL } from './ledgers.js';
+import { PG_URL, createPgSchema } from './ledgers.js';
 
 export interface SharedStore {
   /** Another ledger over the store (the process after a restart); closed after the file's tests. */
@@ -61,21 +59,11 @@ const sqlite: SharedBackend = {
 const postgres: SharedBackend = {
   name: 'postgres',
   async create() {
-    const schema = `aip_bridge_${randomBytes(6).toString('hex')}`;
-    const admin = new pg.Client({ connectionString: PG_URL });
-    await admin.connect();
-    await admin.query(`CREATE SCHEMA ${schema}`);
-    await admin.end();
-    const url = new URL(PG_URL as string);
-    url.searchParams.set('options', `-c search_path=${schema}`);
-    const connectionString = url.toString();
+    const { connectionString, drop } = await createPgSchema('aip_bridge');
     const ledgers = opener(() => createPostgresLedger({ connectionString }));
     cleanups.push(async () => {
       await ledgers.closeAll();
-      const cleanup = new pg.Client({ connectionString: PG_URL });
-      await cleanup.connect();
-      await cleanup.query(`DROP SCHEMA ${schema} CASCADE`);
-      await cleanup.end();
+      await drop();
     });
     return { open: ledgers.open, spec: { kind: 'postgres', connectionString } };
   },

@@ -6,12 +6,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { afterAll } from 'vitest';
 import { createPostgresLedger, createSqliteLedger, type RunLedger } from 'aip-connector-hermes-agent';
-import { PG_URL } from './ledgers.js';
+import { PG_URL, createPgSchema } from './ledgers.js';
 
 export interface InspectableStore {
   name: 'sqlite' | 'postgres';
@@ -84,21 +83,11 @@ const sqlite: InspectableBackend = {
 const postgres: InspectableBackend = {
   name: 'postgres',
   async create() {
-    const schema = `aip_inspect_${randomBytes(6).toString('hex')}`;
-    const admin = new pg.Client({ connectionString: PG_URL });
-    await admin.connect();
-    await admin.query(`CREATE SCHEMA ${schema}`);
-    await admin.end();
-    const url = new URL(PG_URL as string);
-    url.searchParams.set('options', `-c search_path=${schema}`);
-    const connectionString = url.toString();
+    const { connectionString, drop } = await createPgSchema('aip_inspect');
     const ledgers = tracker();
     cleanups.push(async () => {
       await ledgers.closeAll();
-      const cleanup = new pg.Client({ connectionString: PG_URL });
-      await cleanup.connect();
-      await cleanup.query(`DROP SCHEMA ${schema} CASCADE`);
-      await cleanup.end();
+      await drop();
     });
     return {
       name: 'postgres',

@@ -66,30 +66,41 @@ const sqlite: LedgerBackend = {
   },
 };
 
+/**
+ * A fresh PostgreSQL schema on the test server, so suites never see each other's rows; the
+ * connection string selects it through `search_path`. `drop()` removes it with its tables.
+ */
+export async function createPgSchema(prefix: string): Promise<{ connectionString: string; drop(): Promise<void> }> {
+  const schema = `${prefix}_${randomBytes(6).toString('hex')}`;
+  const admin = async (sql: string) => {
+    const client = new pg.Client({ connectionString: PG_URL });
+    await client.connect();
+    try {
+      await client.query(sql);
+    } finally {
+      await client.end();
+    }
+  };
+  await admin(`CREATE SCHEMA ${schema}`);
+  const url = new URL(PG_URL as string);
+  url.searchParams.set('options', `-c search_path=${schema}`);
+  return { connectionString: url.toString(), drop: () => admin(`DROP SCHEMA ${schema} CASCADE`) };
+}
+
 const postgres: LedgerBackend = {
   name: 'postgres',
   durable: true,
   async create() {
-    // Each store gets its own schema, so suites never see each other's rows.
-    const schema = `aip_test_${randomBytes(6).toString('hex')}`;
-    const admin = new pg.Client({ connectionString: PG_URL });
-    await admin.connect();
-    await admin.query(`CREATE SCHEMA ${schema}`);
-    await admin.end();
-    const url = new URL(PG_URL as string);
-    url.searchParams.set('options', `-c search_path=${schema}`);
+    const { connectionString, drop } = await createPgSchema('aip_test');
     const opened: RunLedger[] = [];
     const open = () => {
-      const ledger = createPostgresLedger({ connectionString: url.toString() });
+      const ledger = createPostgresLedger({ connectionString });
       opened.push(ledger);
       return ledger;
     };
     cleanups.push(async () => {
       for (const ledger of opened) await ledger.close();
-      const cleanup = new pg.Client({ connectionString: PG_URL });
-      await cleanup.connect();
-      await cleanup.query(`DROP SCHEMA ${schema} CASCADE`);
-      await cleanup.end();
+      await drop();
     });
     return { ledger: open(), open };
   },
