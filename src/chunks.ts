@@ -20,11 +20,20 @@ export class ChunkPublisher {
     return this.#finished;
   }
 
-  /** Publishes one Hermes event; a terminal one is the final chunk. Throws `stream_publication` if the host's callback fails. */
-  async publishEvent(event: HermesSseEvent, terminal: boolean): Promise<void> {
+  /**
+   * Publishes one Hermes event; a terminal one is the final chunk. Returns a promise only when
+   * there is a host callback to wait for, so a stream without `onChunk` pays no await per event.
+   * Rejects with `stream_publication` if the host's callback fails.
+   */
+  publishEvent(event: HermesSseEvent, terminal: boolean): Promise<void> | undefined {
     const kind = chunkKindOf(event.event, terminal);
+    const final = kind === 'done' || kind === 'error';
+    if (!this.#onChunk) {
+      this.#count(final);
+      return undefined;
+    }
     const text = partTextOf(event);
-    await this.#publish(kind, { hermes_sse: event }, text === undefined ? undefined : { type: 'text', text }, kind === 'done' || kind === 'error');
+    return this.#publish(kind, { hermes_sse: event }, text === undefined ? undefined : { type: 'text', text }, final);
   }
 
   /** Ends the stream with an error chunk unless a final chunk was already sent. Never throws. */
@@ -37,12 +46,19 @@ export class ChunkPublisher {
     }
   }
 
-  async #publish(kind: AipStreamChunkKind, data: unknown, part: AipMessagePart | undefined, final: boolean): Promise<void> {
-    if (this.#finished) return;
+  /** Takes the next sequence number; false once the final chunk went out. */
+  #count(final: boolean): boolean {
+    if (this.#finished) return false;
     if (final) this.#finished = true;
-    const chunk: AipStreamChunk = { action_id: this.#actionId, sequence: this.#sequence++, kind, data };
+    this.#sequence++;
+    return true;
+  }
+
+  async #publish(kind: AipStreamChunkKind, data: unknown, part: AipMessagePart | undefined, final: boolean): Promise<void> {
+    const sequence = this.#sequence;
+    if (!this.#count(final) || !this.#onChunk) return;
+    const chunk: AipStreamChunk = { action_id: this.#actionId, sequence, kind, data };
     if (part) chunk.part = part;
-    if (!this.#onChunk) return;
     try {
       await this.#onChunk(chunk);
     } catch {

@@ -163,7 +163,7 @@ describe('back-pressure', () => {
     const gate = deferred();
     const publisher = new ChunkPublisher('act_1', () => gate.promise);
     let resolved = false;
-    const publishing = publisher.publishEvent(ev('message.delta', { delta: 'a' }), false).then(() => {
+    const publishing = Promise.resolve(publisher.publishEvent(ev('message.delta', { delta: 'a' }), false)).then(() => {
       resolved = true;
     });
     await settle();
@@ -206,7 +206,7 @@ describe('a failing onChunk', () => {
     ['rejects', () => Promise.reject(new Error('host publisher down'))],
   ])('that %s surfaces as HermesFailure stream_publication', async (_name, onChunk) => {
     const publisher = new ChunkPublisher('act_1', onChunk);
-    const error = await publisher.publishEvent(ev('message.delta', { delta: 'a' }), false).then(
+    const error = await Promise.resolve(publisher.publishEvent(ev('message.delta', { delta: 'a' }), false)).then(
       () => undefined,
       (e: unknown) => e,
     );

@@ -76,7 +76,8 @@ async function readStream(call: OperationCall<RunEventsInput>, response: Provide
         if (item.kind === 'done') return { kind: 'closed' };
         const terminal = TERMINAL_EVENTS.has(item.event.event);
         record(output, item.event, text);
-        await call.publisher.publishEvent(item.event, terminal);
+        const published = call.publisher.publishEvent(item.event, terminal);
+        if (published) await published;
         if (terminal) return { kind: 'terminal' };
         if (output.events.length >= maxEvents) return { kind: 'truncated' };
       }
