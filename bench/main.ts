@@ -1,0 +1,105 @@
+/**
+ * `npm run bench` (and `npm run bench -- --quick`, `--rounds N`): the connector's cost against
+ * the bare HTTP path, measured in this process run, on its own loopback server. See report.ts for
+ * the outputs; the exit code is 0 only when every target holds.
+ */
+import { performance } from 'node:perf_hooks';
+import { benchDiscovery } from './discovery.js';
+import { gcSource } from './heap.js';
+import { CONCURRENT_DELTAS, benchMemory } from './memory.js';
+import { buildReport, describeMachine, loadAverage, machineInfo, renderTable, writeResults, type BenchSettings, type SectionResult } from './report.js';
+import { CONCURRENCY, benchRequestOverhead } from './request-overhead.js';
+import { startBenchServer } from './servers.js';
+import { STREAM_EVENTS, benchStreamThroughput } from './stream-throughput.js';
+
+const MIN_ROUNDS = 5;
+
+function parseArgs(argv: string[]): BenchSettings {
+  let quick = false;
+  let rounds: number | undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === '--quick') quick = true;
+    else if (arg === '--rounds' || arg?.startsWith('--rounds=')) {
+      const value = arg === '--rounds' ? argv[++i] : arg.slice('--rounds='.length);
+      rounds = Number(value);
+      if (!Number.isInteger(rounds) || rounds < MIN_ROUNDS) usage(`--rounds must be an integer >= ${MIN_ROUNDS}`);
+    } else if (arg === '--help' || arg === '-h') usage();
+    else usage(`unknown argument ${arg}`);
+  }
+  return { quick, rounds: rounds ?? (quick ? MIN_ROUNDS : 7), warmupRounds: 1 };
+}
+
+function usage(problem?: string): never {
+  if (problem) console.error(problem);
+  console.error('usage: npm run bench [-- [--quick] [--rounds N]]   (N >= 5; default 7, --quick 5 with smaller rounds)');
+  process.exit(problem ? 2 : 0);
+}
+
+const log = (line: string) => console.log(line);
+
+async function section(name: string, run: () => Promise<SectionResult>): Promise<SectionResult> {
+  const started = performance.now();
+  log(`${name} ...`);
+  try {
+    const result = await run();
+    log(`  done in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+    return result;
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    log(`  FAILED: ${message}`);
+    return { id: name, title: name, config: {}, figures: [], rounds: [], errors: [message] };
+  }
+}
+
+async function main(): Promise<number> {
+  const settings = parseArgs(process.argv.slice(2));
+  const started = performance.now();
+  const machine = machineInfo();
+  log(`aip-connector-hermes-agent bench${settings.quick ? ' --quick' : ''}: ${settings.rounds} interleaved rounds (+${settings.warmupRounds} warm-up) per figure`);
+  log(`machine: ${describeMachine(machine)}; load average ${machine.load_average.join(' ')}`);
+
+  // Discovery first: it times the one call of the process that compiles the schemas.
+  const discovery = await section('Scale of discovery', () => benchDiscovery(settings, log));
+  const server = await startBenchServer([STREAM_EVENTS, CONCURRENT_DELTAS]);
+  log(`bench server: ${server.origin} (child process)`);
+  const sections: SectionResult[] = [];
+  try {
+    sections.push(await section('Request overhead', () => benchRequestOverhead(server, settings, log)));
+    sections.push(await section('Stream throughput', () => benchStreamThroughput(server, settings, log)));
+    sections.push(await section('Memory', () => benchMemory(server, settings, log)));
+  } finally {
+    await server.close();
+  }
+  sections.push(discovery);
+
+  const durationS = (performance.now() - started) / 1000;
+  machine.load_average_end = loadAverage();
+  const report = buildReport(sections, settings, machine, durationS, {
+    interleaving: 'every round runs each contender once, rotating which goes first; ratios are connector/bare of the same round; figures are median [min–max] over rounds after warm-up',
+    baseline: 'bare undici.request on its own Pool (same options as the connector default), same request headers; JSON.parse, or eventsource-parser + JSON.parse into the same events/text aggregate',
+    connector: 'the built package (dist/) imported by name, default options, no logger (silent)',
+    server: 'node:http on 127.0.0.1:0 in a child process, pre-rendered byte-identical bodies',
+    gc: gcSource(),
+    request_concurrency: String(CONCURRENCY),
+  });
+  log('');
+  log(renderTable(report.sections));
+  const files = writeResults(report);
+  log('');
+  log(`wrote ${files.json}`);
+  log(`wrote ${files.svg}`);
+  log(`load average at the end: ${machine.load_average_end.join(' ')} (other work on the machine adds noise that interleaving only partly cancels)`);
+  log(`${report.all_targets_hold ? 'every target holds' : 'TARGETS MISSED: ' + report.targets.filter((target) => !target.holds).map((target) => target.id).join(', ')} (${durationS.toFixed(0)} s)`);
+  return report.all_targets_hold ? 0 : 1;
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    console.error(error);
+    process.exitCode = 1;
+  },
+);

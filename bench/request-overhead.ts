@@ -1,0 +1,220 @@
+/**
+ * 1. Request overhead: `run_status` through `connector.invoke` against bare `undici.request` +
+ * `JSON.parse` of the same response from the same server, sequentially (latency) and with 64
+ * requests in flight (throughput).
+ */
+import { performance } from 'node:perf_hooks';
+import type { Pool } from 'undici';
+import type { HermesConnector } from 'aip-connector-hermes-agent';
+import { bareStatus, capabilityId, newBarePool, newConnector } from './clients.js';
+import { fullGc } from './heap.js';
+import type { BenchSettings, Figure, Log, SectionResult } from './report.js';
+import { STATUS_RUN_ID, type BenchServer } from './servers.js';
+import { interleave, mean, pairedRatios, quantile, summarize } from './stats.js';
+
+export const CONCURRENCY = 64;
+/** Calls per side, sequential and concurrent, before any measured or warm-up round. */
+const WARMUP_CALLS = 2000;
+
+interface Slice {
+  requests: number;
+  seconds: number;
+  cpu_us: number;
+  latencies_us: number[];
+}
+
+interface SequentialRound {
+  requests: number;
+  p50_us: number;
+  p90_us: number;
+  p99_us: number;
+  mean_us: number;
+  /** Client process CPU (user + system, all threads) per request; the server is another process. */
+  cpu_us_per_request: number;
+}
+
+interface ConcurrentRound {
+  requests: number;
+  concurrency: number;
+  seconds: number;
+  req_per_s: number;
+  p50_us: number;
+  cpu_us_per_request: number;
+}
+
+type Call = () => Promise<void>;
+
+function cpuMicros(since: NodeJS.CpuUsage): number {
+  const used = process.cpuUsage(since);
+  return used.user + used.system;
+}
+
+/** `requests` calls with `concurrency` of them in flight (1 = sequential). */
+async function slice(call: Call, requests: number, concurrency: number): Promise<Slice> {
+  const latencies = new Array<number>(requests);
+  let next = 0;
+  const worker = async () => {
+    while (next < requests) {
+      const index = next++;
+      const started = performance.now();
+      await call();
+      latencies[index] = (performance.now() - started) * 1000;
+    }
+  };
+  const cpu = process.cpuUsage();
+  const started = performance.now();
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  const seconds = (performance.now() - started) / 1000;
+  return { requests, seconds, cpu_us: cpuMicros(cpu), latencies_us: latencies };
+}
+
+function totals(slices: Slice[]) {
+  const latencies = slices.flatMap((part) => part.latencies_us);
+  const requests = slices.reduce((sum, part) => sum + part.requests, 0);
+  const seconds = slices.reduce((sum, part) => sum + part.seconds, 0);
+  const cpu = slices.reduce((sum, part) => sum + part.cpu_us, 0);
+  return { latencies, requests, seconds, cpuPerRequest: cpu / requests };
+}
+
+function sequentialRound(slices: Slice[]): SequentialRound {
+  const { latencies, requests, cpuPerRequest } = totals(slices);
+  return {
+    requests,
+    p50_us: quantile(latencies, 0.5),
+    p90_us: quantile(latencies, 0.9),
+    p99_us: quantile(latencies, 0.99),
+    mean_us: mean(latencies),
+    cpu_us_per_request: cpuPerRequest,
+  };
+}
+
+function concurrentRound(slices: Slice[]): ConcurrentRound {
+  const { latencies, requests, seconds, cpuPerRequest } = totals(slices);
+  return { requests, concurrency: CONCURRENCY, seconds, req_per_s: requests / seconds, p50_us: quantile(latencies, 0.5), cpu_us_per_request: cpuPerRequest };
+}
+
+let actionCounter = 0;
+
+function connectorCall(connector: HermesConnector): Call {
+  const capability_id = capabilityId('run_status');
+  return async () => {
+    const result = await connector.invoke({ id: `act_bench_${++actionCounter}`, capability_id, input: { run_id: STATUS_RUN_ID } });
+    if (result.status !== 'completed' || (result.output as { run_id?: unknown }).run_id !== STATUS_RUN_ID) {
+      throw new Error(`connector run_status did not complete: ${result.error?.code ?? result.status}`);
+    }
+  };
+}
+
+function bareCall(pool: Pool, origin: string): Call {
+  return async () => {
+    const status = (await bareStatus(pool, origin, STATUS_RUN_ID)) as { run_id?: unknown };
+    if (status.run_id !== STATUS_RUN_ID) throw new Error('bare run_status read the wrong body');
+  };
+}
+
+export async function benchRequestOverhead(server: BenchServer, settings: BenchSettings, log: Log): Promise<SectionResult> {
+  // Per round and side: `slices` slices of `per` requests, the sides alternating slice by slice.
+  const sequentialPlan = settings.quick ? { slices: 8, per: 100 } : { slices: 10, per: 200 };
+  const concurrentPlan = settings.quick ? { slices: 6, per: 600 } : { slices: 8, per: 1500 };
+  const connector = newConnector(server.origin);
+  const pool = newBarePool(server.origin);
+  const viaConnector = connectorCall(connector);
+  const viaBare = bareCall(pool, server.origin);
+  // One full GC per round; within it, collections fall where allocation triggers them, i.e. in proportion to each side's garbage.
+  const common = { rounds: settings.rounds, warmupRounds: settings.warmupRounds, beforeRound: () => fullGc(1) };
+  try {
+    // The connector runs more code than the bare path and needs more calls before V8 has optimized
+    // it; the same warm-up for --quick and full runs keeps the short rounds of --quick comparable.
+    for (const call of [viaBare, viaConnector]) {
+      await slice(call, WARMUP_CALLS, 1);
+      await slice(call, WARMUP_CALLS, CONCURRENCY);
+    }
+    log(`  sequential: ${settings.rounds} rounds x ${sequentialPlan.slices} alternating slices x ${sequentialPlan.per} requests per side`);
+    const sequential = await interleave<Slice, 'bare' | 'connector', SequentialRound>(
+      { bare: () => slice(viaBare, sequentialPlan.per, 1), connector: () => slice(viaConnector, sequentialPlan.per, 1) },
+      { ...common, slices: sequentialPlan.slices, merge: sequentialRound },
+    );
+    log(`  concurrency ${CONCURRENCY}: ${settings.rounds} rounds x ${concurrentPlan.slices} alternating slices x ${concurrentPlan.per} requests per side`);
+    const concurrent = await interleave<Slice, 'bare' | 'connector', ConcurrentRound>(
+      { bare: () => slice(viaBare, concurrentPlan.per, CONCURRENCY), connector: () => slice(viaConnector, concurrentPlan.per, CONCURRENCY) },
+      { ...common, slices: concurrentPlan.slices, merge: concurrentRound },
+    );
+    const seq = (side: 'bare' | 'connector', key: keyof SequentialRound) => sequential.rounds[side].map((round) => round[key]);
+    const con = (side: 'bare' | 'connector', key: keyof ConcurrentRound) => concurrent.rounds[side].map((round) => round[key]);
+    const figures: Figure[] = [
+      {
+        id: 'request.sequential_p50',
+        label: 'run_status p50 latency, sequential',
+        unit: 'us',
+        bare: summarize(seq('bare', 'p50_us')),
+        connector: summarize(seq('connector', 'p50_us')),
+        ratio: summarize(pairedRatios(seq('connector', 'p50_us'), seq('bare', 'p50_us'))),
+        ratioLabel: 'connector / bare',
+        target: { op: '<=', value: 1.15, judgedOn: 'median' },
+      },
+      {
+        id: 'request.sequential_p99',
+        label: 'run_status p99 latency, sequential',
+        unit: 'us',
+        bare: summarize(seq('bare', 'p99_us')),
+        connector: summarize(seq('connector', 'p99_us')),
+        ratio: summarize(pairedRatios(seq('connector', 'p99_us'), seq('bare', 'p99_us'))),
+        ratioLabel: 'connector / bare',
+      },
+      {
+        id: 'request.sequential_cpu',
+        label: 'run_status client CPU per request, sequential',
+        unit: 'us',
+        bare: summarize(seq('bare', 'cpu_us_per_request')),
+        connector: summarize(seq('connector', 'cpu_us_per_request')),
+        ratio: summarize(pairedRatios(seq('connector', 'cpu_us_per_request'), seq('bare', 'cpu_us_per_request'))),
+        ratioLabel: 'connector / bare (user + system CPU of the client process)',
+      },
+      {
+        id: 'request.concurrent_throughput',
+        label: `run_status throughput, concurrency ${CONCURRENCY}`,
+        unit: 'req/s',
+        bare: summarize(con('bare', 'req_per_s')),
+        connector: summarize(con('connector', 'req_per_s')),
+        ratio: summarize(pairedRatios(con('connector', 'req_per_s'), con('bare', 'req_per_s'))),
+        ratioLabel: 'connector / bare',
+        target: { op: '>=', value: 0.9, judgedOn: 'median' },
+      },
+      {
+        id: 'request.concurrent_p50',
+        label: `run_status p50 latency, concurrency ${CONCURRENCY}`,
+        unit: 'us',
+        bare: summarize(con('bare', 'p50_us')),
+        connector: summarize(con('connector', 'p50_us')),
+        ratio: summarize(pairedRatios(con('connector', 'p50_us'), con('bare', 'p50_us'))),
+        ratioLabel: 'connector / bare',
+      },
+      {
+        id: 'request.concurrent_cpu',
+        label: `run_status client CPU per request, concurrency ${CONCURRENCY}`,
+        unit: 'us',
+        bare: summarize(con('bare', 'cpu_us_per_request')),
+        connector: summarize(con('connector', 'cpu_us_per_request')),
+        ratio: summarize(pairedRatios(con('connector', 'cpu_us_per_request'), con('bare', 'cpu_us_per_request'))),
+        ratioLabel: 'connector / bare (user + system CPU of the client process)',
+      },
+    ];
+    return {
+      id: 'request_overhead',
+      title: 'Request overhead (run_status)',
+      config: {
+        sequential: { slices_per_round: sequentialPlan.slices, requests_per_slice: sequentialPlan.per },
+        concurrent: { slices_per_round: concurrentPlan.slices, requests_per_slice: concurrentPlan.per, concurrency: CONCURRENCY },
+      },
+      figures,
+      rounds: [
+        ...sequential.records.map((record) => ({ mode: 'sequential', ...record })),
+        ...concurrent.records.map((record) => ({ mode: `concurrency_${CONCURRENCY}`, ...record })),
+      ],
+      errors: [],
+    };
+  } finally {
+    await connector.close();
+    await pool.close();
+  }
+}
