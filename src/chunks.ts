@@ -22,8 +22,9 @@ export class ChunkPublisher {
 
   /**
    * Publishes one Hermes event; a terminal one is the final chunk. Returns a promise only when
-   * there is a host callback to wait for, so a stream without `onChunk` pays no await per event.
-   * Rejects with `stream_publication` if the host's callback fails.
+   * the host's callback returned one to wait for, so a stream without `onChunk`, or with a
+   * synchronous one, pays no promise or await per event. Rejects with `stream_publication` if the
+   * host's callback fails.
    */
   publishEvent(event: HermesSseEvent, terminal: boolean): Promise<void> | undefined {
     const kind = chunkKindOf(event.event, terminal);
@@ -54,17 +55,30 @@ export class ChunkPublisher {
     return true;
   }
 
-  async #publish(kind: AipStreamChunkKind, data: unknown, part: AipMessagePart | undefined, final: boolean): Promise<void> {
+  #publish(kind: AipStreamChunkKind, data: unknown, part: AipMessagePart | undefined, final: boolean): Promise<void> | undefined {
     const sequence = this.#sequence;
-    if (!this.#count(final) || !this.#onChunk) return;
+    if (!this.#count(final) || !this.#onChunk) return undefined;
     const chunk: AipStreamChunk = { action_id: this.#actionId, sequence, kind, data };
     if (part) chunk.part = part;
+    let pending: void | Promise<void>;
     try {
-      await this.#onChunk(chunk);
+      pending = this.#onChunk(chunk);
     } catch {
-      throw new HermesFailure('stream_publication', 'The host stream publisher (onChunk) failed; the stream was closed', { effect: 'known' });
+      return Promise.reject(publicationFailure());
     }
+    if (!isThenable(pending)) return undefined;
+    return Promise.resolve(pending).then(undefined, () => {
+      throw publicationFailure();
+    });
   }
+}
+
+function publicationFailure(): HermesFailure {
+  return new HermesFailure('stream_publication', 'The host stream publisher (onChunk) failed; the stream was closed', { effect: 'known' });
+}
+
+function isThenable(value: unknown): value is PromiseLike<void> {
+  return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function';
 }
 
 const TERMINAL_ERROR_EVENTS = new Set(['run.failed']);

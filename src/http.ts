@@ -134,7 +134,7 @@ export async function readJsonBody(
     response.body.destroy();
     throw invalid('a success response that is not JSON');
   }
-  let bytes: Buffer | undefined;
+  let bytes: Uint8Array | undefined;
   try {
     bytes = await readBoundedBytes(response, limit);
   } catch (error) {
@@ -155,12 +155,16 @@ export async function readJsonBody(
 }
 
 /** The whole body, or undefined (body destroyed) when it exceeds `limit` bytes. */
-async function readBoundedBytes(response: ProviderResponse, limit: number): Promise<Buffer | undefined> {
+async function readBoundedBytes(response: ProviderResponse, limit: number): Promise<Uint8Array | undefined> {
   const { body } = response;
   const declared = Number(response.headers['content-length']);
-  if (Number.isFinite(declared) && declared > limit) {
-    body.destroy();
-    return undefined;
+  if (Number.isFinite(declared)) {
+    if (declared > limit) {
+      body.destroy();
+      return undefined;
+    }
+    // undici's parser delivers exactly the declared length, so the limit already holds: read it in one go.
+    return body.bytes();
   }
   const chunks: Buffer[] = [];
   let size = 0;

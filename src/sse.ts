@@ -79,6 +79,21 @@ export class SseDecoder {
       this.#pendingFrameBytes = 0;
       start = 1;
     }
+    if (buffer.length <= this.#limits.maxFrameBytes) {
+      // A frame that starts and ends inside this chunk is no longer than the chunk, so within the
+      // limit: only the frame carried in and the one carried out need measuring. One search per
+      // chunk instead of one per frame.
+      const first = firstFrameEnd(buffer, start);
+      if (first !== -1) {
+        this.#checkFrameSize(this.#pendingFrameBytes + first - start);
+        this.#pendingFrameBytes = 0;
+        start = lastFrameEnd(buffer, first);
+      }
+      this.#pendingFrameBytes += buffer.length - start;
+      this.#checkFrameSize(this.#pendingFrameBytes);
+      this.#lastByte = buffer[buffer.length - 1] ?? -1;
+      return;
+    }
     const next = FRAME_ENDS.map((pattern) => buffer.indexOf(pattern, start));
     for (;;) {
       let end = Infinity;
@@ -132,6 +147,46 @@ export class SseDecoder {
   #invalid(what: string): HermesFailure {
     return new HermesFailure('invalid_response', `Hermes endpoint \`${this.#endpointId}\` sent ${what}`, { effect: 'known', remoteStatus: 200 });
   }
+}
+
+/** The end (index after its two bytes) of the earliest frame end at or after `from`, or -1. */
+function firstFrameEnd(buffer: Buffer, from: number): number {
+  let end = -1;
+  for (const pattern of FRAME_ENDS) {
+    const at = buffer.indexOf(pattern, from);
+    if (at !== -1 && (end === -1 || at + 2 < end)) end = at + 2;
+  }
+  return end;
+}
+
+/**
+ * The end of the last frame end met when searching left to right from `from` (itself a frame
+ * end), as #trackFrameBytes' loop would. Frame ends lie inside runs of line terminators, so only
+ * the last run that holds one is walked, from its first byte, the way the search meets it.
+ */
+function lastFrameEnd(buffer: Buffer, from: number): number {
+  let before = buffer.length;
+  while (before > from) {
+    const at = Math.max(buffer.lastIndexOf(LF, before - 1), buffer.lastIndexOf(CR, before - 1));
+    if (at < from) return from;
+    let runStart = at;
+    while (runStart > from && isTerminator(buffer[runStart - 1])) runStart--;
+    let end = -1;
+    for (let i = runStart; i < at; ) {
+      if (isFrameEnd(buffer[i], buffer[i + 1])) {
+        end = i + 2;
+        i += 2;
+      } else i++;
+    }
+    if (end !== -1) return end;
+    before = runStart;
+  }
+  return from;
+}
+
+/** LF LF, CR CR or LF CR: the pairs FRAME_ENDS lists. */
+function isFrameEnd(first: number | undefined, second: number | undefined): boolean {
+  return (first === LF && (second === LF || second === CR)) || (first === CR && second === CR);
 }
 
 /** A frame end split between chunks: a terminator, then another one (CR then LF is a single CRLF). */
