@@ -3,20 +3,51 @@ import { EventEmitter } from 'node:events';
 export type AbortCause = 'cancelled' | 'closed' | 'deadline' | 'timeout';
 
 /**
- * The abort signal handed to undici, which takes an AbortSignal or an EventEmitter that emits
- * 'abort' and has `aborted`/`reason`. On Node 20 every new AbortController costs several
- * microseconds to create and its first listener as much again (see bench/), which is a large
- * share of a loopback request; an emitter costs a fraction of that.
+ * The abort signal handed to undici.request(), which takes an AbortSignal or an EventEmitter
+ * that emits 'abort' and has `aborted`/`reason`. On Node 20 every new AbortController costs
+ * several microseconds to create and its first listener as much again (see bench/), which is a
+ * large share of a loopback request; an emitter costs a fraction of that.
  */
 export class ScopeSignal extends EventEmitter {
   aborted = false;
   reason: unknown = undefined;
 }
 
+/**
+ * The provider calls in flight, so that closing the connector aborts every one of them. A Set
+ * rather than a listener per call on an AbortSignal: adding and removing an EventTarget
+ * listener costs microseconds and grows with the number of calls in flight.
+ */
+export class OpenCalls {
+  readonly #scopes = new Set<CallScope>();
+  #closed = false;
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Aborts every open call with cause `closed`; calls opened later start aborted. */
+  close(): void {
+    this.#closed = true;
+    for (const scope of [...this.#scopes]) scope.closeCall();
+  }
+
+  get size(): number {
+    return this.#scopes.size;
+  }
+
+  add(scope: CallScope): void {
+    this.#scopes.add(scope);
+  }
+
+  delete(scope: CallScope): void {
+    this.#scopes.delete(scope);
+  }
+}
+
 export interface CallScopeOptions {
   signal: AbortSignal | undefined;
-  /** Aborted when the connector closes. */
-  closeSignal: AbortSignal;
+  openCalls: OpenCalls;
   /** Epoch ms after which the AIP action is out of time. */
   deadline: number | undefined;
   /** The operation's own provider timeout. */
@@ -25,28 +56,29 @@ export interface CallScopeOptions {
 }
 
 /**
- * One abort signal per provider call that fires on the caller's signal, the connector's
- * close, the AIP deadline or the operation timeout, and remembers which. Disposing removes the listener and the timer,
- * so a long-lived caller signal never accumulates listeners.
+ * One provider call's abort: it fires on the caller's signal, the connector's close, the AIP
+ * deadline or the operation timeout, and remembers which. Disposing removes the listener, the
+ * timer and the registration, so a long-lived caller signal never accumulates listeners.
  */
 export class CallScope {
-  readonly signal = new ScopeSignal();
   #cause: AbortCause | undefined;
+  #reason: Error | undefined;
+  #signal: ScopeSignal | undefined;
+  #onAbort: ((reason: Error) => void) | undefined;
   readonly #parent: AbortSignal | undefined;
-  readonly #closeSignal: AbortSignal;
+  readonly #openCalls: OpenCalls;
   readonly #onParentAbort = () => this.#abort('cancelled');
-  readonly #onClose = () => this.#abort('closed');
   #timer: NodeJS.Timeout | undefined;
 
-  constructor({ signal, closeSignal, deadline, timeoutMs, now }: CallScopeOptions) {
+  constructor({ signal, openCalls, deadline, timeoutMs, now }: CallScopeOptions) {
     this.#parent = signal;
-    this.#closeSignal = closeSignal;
-    if (signal?.aborted || closeSignal.aborted) {
+    this.#openCalls = openCalls;
+    if (signal?.aborted || openCalls.closed) {
       this.#abort(signal?.aborted ? 'cancelled' : 'closed');
       return;
     }
     signal?.addEventListener('abort', this.#onParentAbort, { once: true });
-    closeSignal.addEventListener('abort', this.#onClose, { once: true });
+    openCalls.add(this);
     const untilDeadline = deadline === undefined ? Infinity : deadline - now();
     const untilTimeout = timeoutMs ?? Infinity;
     const wait = Math.min(untilDeadline, untilTimeout);
@@ -61,18 +93,52 @@ export class CallScope {
     return this.#cause;
   }
 
+  get aborted(): boolean {
+    return this.#cause !== undefined;
+  }
+
+  /** The abort's reason (an Error naming the cause), once aborted. */
+  get reason(): Error | undefined {
+    return this.#reason;
+  }
+
+  /** An abort signal for undici.request(), made on first use: the streaming path needs one, the buffered path does not. */
+  get signal(): ScopeSignal {
+    if (!this.#signal) {
+      this.#signal = new ScopeSignal();
+      this.#signal.aborted = this.aborted;
+      this.#signal.reason = this.#reason;
+    }
+    return this.#signal;
+  }
+
+  /** Sets the one callback that aborts a dispatched request; called at once if the scope already aborted. */
+  onAbort(callback: (reason: Error) => void): void {
+    this.#onAbort = callback;
+    if (this.#reason) callback(this.#reason);
+  }
+
+  /** For OpenCalls.close(). */
+  closeCall(): void {
+    this.#abort('closed');
+  }
+
   dispose(): void {
     clearTimeout(this.#timer);
     this.#parent?.removeEventListener('abort', this.#onParentAbort);
-    this.#closeSignal.removeEventListener('abort', this.#onClose);
+    this.#openCalls.delete(this);
   }
 
   #abort(cause: AbortCause): void {
     if (this.#cause !== undefined) return;
     this.#cause = cause;
+    this.#reason = new Error(`aborted: ${cause}`);
     this.dispose();
-    this.signal.aborted = true;
-    this.signal.reason = new Error(`aborted: ${cause}`);
-    this.signal.emit('abort');
+    this.#onAbort?.(this.#reason);
+    if (this.#signal) {
+      this.#signal.aborted = true;
+      this.#signal.reason = this.#reason;
+      this.#signal.emit('abort');
+    }
   }
 }

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { setMaxListeners } from 'node:events';
 import type { ValidateFunction } from 'ajv';
 import type { Logger } from 'pino';
+import { OpenCalls } from './call-scope.js';
 import { ChunkPublisher } from './chunks.js';
 import { resolveConfig, type ResolvedConfig } from './config.js';
 import { HermesFailure, toProtocolError } from './failures.js';
@@ -13,6 +13,7 @@ import { createMemoryLedger } from './ledger/memory.js';
 import type { RunEvidence, RunLedger } from './ledger/types.js';
 import { connectorLogger, invocationLogger } from './logger.js';
 import { OPERATIONS } from './operations/index.js';
+import { MAX_JSON_DEPTH, MAX_JSON_VALUES, plainJsonCopy, type NotPlainJson } from './plain-json.js';
 import type { OperationCall, OperationOutcome } from './operations/operation.js';
 import { checkContext, checkIdempotencyKeyFormat, enforceGates } from './policy.js';
 import { CapabilityRegistry, capabilityId, implementationSupport, type CapabilityEntry } from './registry.js';
@@ -25,9 +26,7 @@ export function createHermesConnector(options: HermesConnectorOptions): HermesCo
   const registry = new CapabilityRegistry(config);
   const ledger = config.ledger ?? createMemoryLedger();
   const logger = connectorLogger(config.logger);
-  const lifetime = new AbortController();
-  // Every call in flight listens to this one signal (and removes its listener when it ends).
-  setMaxListeners(0, lifetime.signal);
+  const openCalls = new OpenCalls();
   const deps: PipelineDeps = {
     config,
     registry,
@@ -40,7 +39,7 @@ export function createHermesConnector(options: HermesConnectorOptions): HermesCo
       leaseMs: config.idempotencyLeaseMs,
       onLedgerError: (error, stage) => logger.error({ err: errorName(error), stage }, 'run ledger failed'),
     }),
-    closeSignal: lifetime.signal,
+    openCalls,
   };
   const inFlight = new Set<Promise<unknown>>();
   const track = <T>(work: Promise<T>): Promise<T> => {
@@ -74,8 +73,8 @@ export function createHermesConnector(options: HermesConnectorOptions): HermesCo
     evidence: (actionIdOrRunId) => ledger.evidence(actionIdOrRunId),
     reconcile: () => track(reconcileOpenRuns(deps, (action, context) => run(action, context, false))),
     async close() {
-      if (lifetime.signal.aborted) return;
-      lifetime.abort();
+      if (openCalls.closed) return;
+      openCalls.close();
       await Promise.allSettled([...inFlight]);
       await deps.pools.close();
       if (!config.ledger) await ledger.close();
@@ -90,7 +89,7 @@ interface PipelineDeps {
   logger: Logger;
   ledger: RunLedger;
   guard: IdempotencyGuard;
-  closeSignal: AbortSignal;
+  openCalls: OpenCalls;
 }
 
 /** An action that passed validation and every gate: ready to reach Hermes. */
@@ -117,7 +116,7 @@ async function invokePipeline(deps: PipelineDeps, rawAction: unknown, rawContext
   const admission: { entry?: CapabilityEntry; publisher: ChunkPublisher; logger: Logger } = { publisher: new ChunkPublisher(actionId, undefined), logger: deps.logger };
   let result: AipActionResult;
   try {
-    if (!plain.ok) throw new HermesFailure('invalid_input', 'The action is invalid: it is not plain JSON data');
+    if (!plain.ok) throw new HermesFailure('invalid_input', `The action is invalid: ${plain.why}`);
     const admitted = admit(deps, plain.value, rawContext, hostCancellation, startedAt, admission);
     result = await dispatchOnce(deps, admitted);
   } catch (error) {
@@ -210,7 +209,7 @@ async function dispatch(deps: PipelineDeps, admitted: AdmittedAction): Promise<A
       deadline: admitted.deadline,
       config,
       pools: deps.pools,
-      closeSignal: deps.closeSignal,
+      openCalls: deps.openCalls,
       logger: admitted.logger,
       publisher: admitted.publisher,
       onHttpStatus: (status) => {
@@ -266,13 +265,19 @@ const validateAction = () => (actionValidator ??= schemaCatalog().validator('aip
  * reads the copy, so getters that throw, proxies, cycles, BigInts and boxed strings can neither
  * crash the pipeline nor show one value to a check and another to the operation.
  */
-function toPlainJson(value: unknown): { ok: true; value: unknown } | { ok: false } {
+function toPlainJson(value: unknown): { ok: true; value: unknown } | { ok: false; why: string } {
   try {
-    return { ok: true, value: JSON.parse(JSON.stringify(value) ?? 'null') };
-  } catch {
-    return { ok: false };
+    return { ok: true, value: plainJsonCopy(value) };
+  } catch (error) {
+    return { ok: false, why: NOT_PLAIN_JSON[(error as NotPlainJson).reason] };
   }
 }
+
+const NOT_PLAIN_JSON: Record<NotPlainJson['reason'], string> = {
+  not_json: 'it is not plain JSON data',
+  too_deep: `it is nested more than ${MAX_JSON_DEPTH} levels deep`,
+  too_large: `it holds more than ${MAX_JSON_VALUES} values`,
+};
 
 function checkAction(action: unknown): AipAction {
   const validate = validateAction();

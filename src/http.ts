@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import { Pool, type Dispatcher } from 'undici';
 import type { CallScope } from './call-scope.js';
 import type { ResolvedEndpoint } from './config.js';
@@ -76,6 +77,129 @@ export async function sendRequest(
   }
 }
 
+/** A response read whole into memory by exchange(). */
+export interface BufferedResponse {
+  statusCode: number;
+  headers: IncomingHttpHeaders;
+  /** The body; undefined when it was not read: refused by the body limit (0), or larger than it. */
+  body: Buffer | undefined;
+}
+
+/**
+ * Sends one request and reads its whole answer into memory, for the JSON operations.
+ * `reading.bodyLimit` decides from the status and headers how many body bytes to accept: a
+ * body it refuses (0) or that grows past the limit is not read on, and its connection is closed.
+ * Resolves for any HTTP status; throws HermesFailure for transport trouble and aborts.
+ *
+ * This is undici's dispatch() with a handler of our own rather than request(): no response
+ * stream, async resource or abort listener per call, which on a loopback request is a large
+ * share of the client's work (bench/).
+ */
+export function exchange(
+  pools: EndpointPools,
+  endpoint: ResolvedEndpoint,
+  request: ProviderRequest,
+  scope: CallScope,
+  reading: ResponseReading,
+): Promise<BufferedResponse> {
+  return new Promise((resolve, reject) => {
+    const handler = new BufferingHandler(reading, resolve, (error, stage) => reject(transportFailure(error, scope, endpoint.id, stage)));
+    scope.onAbort((reason) => handler.abort(reason));
+    pools.dispatcherFor(endpoint).dispatch(
+      {
+        origin: endpoint.origin,
+        path: request.path,
+        method: request.method,
+        headers: request.headers,
+        body: request.body ?? null,
+        headersTimeout: request.headersTimeoutMs,
+        bodyTimeout: request.bodyTimeoutMs,
+      },
+      handler,
+    );
+  });
+}
+
+export interface ResponseReading {
+  /** How many body bytes to read for this status and these headers; 0 reads none. */
+  bodyLimit(statusCode: number, headers: IncomingHttpHeaders): number;
+  /** Called once the final status is known, before the body is read. */
+  onStatus(statusCode: number): void;
+}
+
+class BufferingHandler implements Dispatcher.DispatchHandler {
+  readonly #reading: ResponseReading;
+  readonly #resolve: (response: BufferedResponse) => void;
+  readonly #reject: (error: unknown, stage: 'request' | 'body') => void;
+  #controller: Dispatcher.DispatchController | undefined;
+  /** An abort that came before undici handed over its controller. */
+  #pendingAbort: Error | undefined;
+  #response: BufferedResponse | undefined;
+  #limit = 0;
+  #chunks: Buffer[] = [];
+  #size = 0;
+  #settled = false;
+
+  constructor(reading: ResponseReading, resolve: (response: BufferedResponse) => void, reject: (error: unknown, stage: 'request' | 'body') => void) {
+    this.#reading = reading;
+    this.#resolve = resolve;
+    this.#reject = reject;
+  }
+
+  abort(reason: Error): void {
+    if (this.#controller) this.#controller.abort(reason);
+    else this.#pendingAbort = reason;
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#controller = controller;
+    if (this.#pendingAbort) controller.abort(this.#pendingAbort);
+  }
+
+  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
+    if (statusCode < 200) return; // informational: the final response follows
+    this.#response = { statusCode, headers, body: undefined };
+    this.#reading.onStatus(statusCode);
+    this.#limit = this.#reading.bodyLimit(statusCode, headers);
+    const declared = Number(headers['content-length']);
+    if (this.#limit === 0 || declared > this.#limit) this.#stopReading(controller);
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.#settled) return;
+    this.#size += chunk.length;
+    if (this.#size > this.#limit) this.#stopReading(controller);
+    else this.#chunks.push(chunk);
+  }
+
+  onResponseEnd(): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    const response = this.#response;
+    if (!response) {
+      this.#reject(new Error('the response ended before its headers'), 'request');
+      return;
+    }
+    const chunks = this.#chunks;
+    response.body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, this.#size);
+    this.#resolve(response);
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    this.#reject(error, this.#response ? 'body' : 'request');
+  }
+
+  /** Settles with what is known (no body) and closes the connection rather than read a body we will not use. */
+  #stopReading(controller: Dispatcher.DispatchController): void {
+    this.#settled = true;
+    this.#chunks = [];
+    this.#resolve(this.#response as BufferedResponse);
+    controller.abort(new Error('response body not wanted'));
+  }
+}
+
 /**
  * The failure for a thrown transport error or abort. `stage` says whether the response
  * headers had already arrived, which decides what the provider may have done.
@@ -102,48 +226,55 @@ export function transportFailure(error: unknown, scope: CallScope, endpointId: s
   }
 }
 
-/** Maps a non-2xx response to its failure, reading at most a small error body for Hermes' `error.code`. */
+/** Maps a non-2xx streamed response to its failure, reading at most a small error body for Hermes' `error.code`. */
 export async function failureFromResponse(response: ProviderResponse, endpoint: ResolvedEndpoint, now: () => number): Promise<HermesFailure> {
-  const body = await readErrorBody(response);
-  const providerCode = providerCodeOf(body, endpoint.apiKey?.reveal());
-  return failureFromHttpStatus(response.statusCode, endpoint.id, providerCode, parseRetryAfter(response.headers['retry-after'], now()));
+  const body = await readBoundedBytes(response, ERROR_BODY_LIMIT).catch(() => undefined);
+  return failureFromAnswer({ statusCode: response.statusCode, headers: response.headers, body }, endpoint, now);
 }
 
-async function readErrorBody(response: ProviderResponse): Promise<unknown> {
+/** Maps a non-2xx answer to its failure, with Hermes' `error.code` from its body when that is small JSON. */
+export function failureFromAnswer(
+  answer: { statusCode: number; headers: IncomingHttpHeaders; body: Uint8Array | undefined },
+  endpoint: ResolvedEndpoint,
+  now: () => number,
+): HermesFailure {
+  const providerCode = providerCodeOf(parseErrorBody(answer.body), endpoint.apiKey?.reveal());
+  return failureFromHttpStatus(answer.statusCode, endpoint.id, providerCode, parseRetryAfter(answer.headers['retry-after'], now()));
+}
+
+function parseErrorBody(bytes: Uint8Array | undefined): unknown {
+  if (bytes === undefined) return undefined;
   try {
-    const bytes = await readBoundedBytes(response, ERROR_BODY_LIMIT);
-    return bytes === undefined ? undefined : JSON.parse(UTF8.decode(bytes));
+    return JSON.parse(UTF8.decode(bytes));
   } catch {
     return undefined;
   }
 }
 
+/** What exchange() reads of a JSON operation's answer: a JSON success up to `limit` bytes, or a small error body. */
+export function jsonReading(limit: number, onStatus: (statusCode: number) => void): ResponseReading {
+  return {
+    bodyLimit: (statusCode, headers) => (!isSuccess(statusCode) ? ERROR_BODY_LIMIT : isJsonContentType(headers['content-type']) ? limit : 0),
+    onStatus,
+  };
+}
+
+export function isSuccess(statusCode: number): boolean {
+  return statusCode >= 200 && statusCode <= 299;
+}
+
 /**
- * Reads and parses a JSON response body of at most `limit` bytes. Too large, undecodable
- * or unparsable bodies are `invalid_response`; the body is always consumed or destroyed.
+ * The JSON value of a success read by exchange() with jsonReading(). Bodies that are not JSON,
+ * too large, undecodable or unparsable are `invalid_response`.
  */
-export async function readJsonBody(
-  response: ProviderResponse,
-  limit: number,
-  scope: CallScope,
-  endpointId: string,
-): Promise<unknown> {
+export function jsonBodyOf(response: BufferedResponse, limit: number, endpointId: string): unknown {
   const invalid = (why: string) =>
     new HermesFailure('invalid_response', `Hermes endpoint \`${endpointId}\` sent ${why}`, { effect: 'maybe', remoteStatus: response.statusCode });
-  if (!isJsonContentType(response.headers['content-type'])) {
-    response.body.destroy();
-    throw invalid('a success response that is not JSON');
-  }
-  let bytes: Uint8Array | undefined;
-  try {
-    bytes = await readBoundedBytes(response, limit);
-  } catch (error) {
-    throw transportFailure(error, scope, endpointId, 'body');
-  }
-  if (bytes === undefined) throw invalid(`a body larger than ${limit} bytes`);
+  if (!isJsonContentType(response.headers['content-type'])) throw invalid('a success response that is not JSON');
+  if (response.body === undefined) throw invalid(`a body larger than ${limit} bytes`);
   let text: string;
   try {
-    text = UTF8.decode(bytes);
+    text = UTF8.decode(response.body);
   } catch {
     throw invalid('a body that is not valid UTF-8');
   }

@@ -1,11 +1,17 @@
 import { getEventListeners, once, setMaxListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { CallScope, type CallScopeOptions } from '../src/call-scope.js';
+import { CallScope, OpenCalls, type CallScopeOptions } from '../src/call-scope.js';
 
 const HOUR = 3_600_000;
 
 function scope(overrides: Partial<CallScopeOptions> = {}): CallScope {
-  return new CallScope({ signal: undefined, closeSignal: new AbortController().signal, deadline: undefined, timeoutMs: undefined, now: Date.now, ...overrides });
+  return new CallScope({ signal: undefined, openCalls: new OpenCalls(), deadline: undefined, timeoutMs: undefined, now: Date.now, ...overrides });
+}
+
+function closedCalls(): OpenCalls {
+  const calls = new OpenCalls();
+  calls.close();
+  return calls;
 }
 
 function abortedSignal(): AbortSignal {
@@ -30,14 +36,14 @@ describe('CallScope causes', () => {
     expect(s.cause).toBe('cancelled');
   });
 
-  it('a pre-aborted close signal aborts at once with cause closed', () => {
-    const s = scope({ closeSignal: abortedSignal() });
+  it('a scope opened after the connector closed aborts at once with cause closed', () => {
+    const s = scope({ openCalls: closedCalls() });
     expect(s.signal.aborted).toBe(true);
     expect(s.cause).toBe('closed');
   });
 
-  it('the caller signal wins over the close signal when both are aborted', () => {
-    expect(scope({ signal: abortedSignal(), closeSignal: abortedSignal() }).cause).toBe('cancelled');
+  it('the caller signal wins over the close when both happened', () => {
+    expect(scope({ signal: abortedSignal(), openCalls: closedCalls() }).cause).toBe('cancelled');
   });
 
   it('a caller abort later gives cause cancelled', () => {
@@ -50,10 +56,10 @@ describe('CallScope causes', () => {
   });
 
   it('closing the connector later gives cause closed', () => {
-    const close = new AbortController();
+    const calls = new OpenCalls();
     const caller = new AbortController();
-    const s = scope({ signal: caller.signal, closeSignal: close.signal, timeoutMs: HOUR });
-    close.abort();
+    const s = scope({ signal: caller.signal, openCalls: calls, timeoutMs: HOUR });
+    calls.close();
     expect(s.signal.aborted).toBe(true);
     expect(s.cause).toBe('closed');
     // The first cause sticks.
@@ -128,55 +134,81 @@ describe('CallScope causes', () => {
 });
 
 describe('listeners on long-lived signals', () => {
-  it('each scope adds one listener to the caller and close signals, and dispose removes it', () => {
+  it('each scope adds one listener to the caller signal and one open call, and dispose removes both', () => {
     const caller = new AbortController();
-    const close = new AbortController();
-    const s = scope({ signal: caller.signal, closeSignal: close.signal });
+    const calls = new OpenCalls();
+    const s = scope({ signal: caller.signal, openCalls: calls });
     expect(listeners(caller.signal)).toBe(1);
-    expect(listeners(close.signal)).toBe(1);
+    expect(calls.size).toBe(1);
     s.dispose();
     expect(listeners(caller.signal)).toBe(0);
-    expect(listeners(close.signal)).toBe(0);
+    expect(calls.size).toBe(0);
   });
 
-  it('1000 scopes on one caller signal and one close signal leave no listener after dispose', () => {
+  it('1000 scopes on one caller signal leave no listener and no open call after dispose', () => {
     const caller = new AbortController();
-    const close = new AbortController();
-    // 1000 live scopes at once are intended here; silence Node's leak heuristic for these two signals.
-    setMaxListeners(2000, caller.signal, close.signal);
-    const scopes = Array.from({ length: 1000 }, () => scope({ signal: caller.signal, closeSignal: close.signal, deadline: Date.now() + HOUR, timeoutMs: HOUR }));
+    const calls = new OpenCalls();
+    // 1000 live scopes at once are intended here; silence Node's leak heuristic for this signal.
+    setMaxListeners(2000, caller.signal);
+    const scopes = Array.from({ length: 1000 }, () => scope({ signal: caller.signal, openCalls: calls, deadline: Date.now() + HOUR, timeoutMs: HOUR }));
     expect(listeners(caller.signal)).toBe(1000);
-    expect(listeners(close.signal)).toBe(1000);
+    expect(calls.size).toBe(1000);
     for (const s of scopes) s.dispose();
     expect(listeners(caller.signal)).toBe(0);
-    expect(listeners(close.signal)).toBe(0);
+    expect(calls.size).toBe(0);
     expect(scopes.every((s) => !s.signal.aborted && s.cause === undefined)).toBe(true);
   });
 
-  it('a scope that aborted on its own (deadline) detaches itself from the long-lived signals', () => {
+  it('a scope that aborted on its own (deadline) detaches itself from the caller signal and the open calls', () => {
     const caller = new AbortController();
-    const close = new AbortController();
+    const calls = new OpenCalls();
     const now = 1_800_000_000_000;
-    for (let i = 0; i < 100; i += 1) scope({ signal: caller.signal, closeSignal: close.signal, deadline: now - 1, now: () => now });
+    for (let i = 0; i < 100; i += 1) scope({ signal: caller.signal, openCalls: calls, deadline: now - 1, now: () => now });
     expect(listeners(caller.signal)).toBe(0);
-    expect(listeners(close.signal)).toBe(0);
+    expect(calls.size).toBe(0);
   });
 
   it('a scope that timed out detaches itself without dispose', async () => {
     const caller = new AbortController();
-    const close = new AbortController();
-    const s = scope({ signal: caller.signal, closeSignal: close.signal, timeoutMs: 1 });
+    const calls = new OpenCalls();
+    const s = scope({ signal: caller.signal, openCalls: calls, timeoutMs: 1 });
     expect(listeners(caller.signal)).toBe(1);
     await once(s.signal, 'abort');
     expect(listeners(caller.signal)).toBe(0);
-    expect(listeners(close.signal)).toBe(0);
+    expect(calls.size).toBe(0);
   });
 
-  it('a scope cancelled by the close signal detaches from the caller signal', () => {
+  it('closing the open calls aborts every scope and detaches each from the caller signal', () => {
     const caller = new AbortController();
-    const close = new AbortController();
-    scope({ signal: caller.signal, closeSignal: close.signal });
-    close.abort();
+    setMaxListeners(200, caller.signal);
+    const calls = new OpenCalls();
+    const scopes = Array.from({ length: 100 }, () => scope({ signal: caller.signal, openCalls: calls }));
+    calls.close();
+    expect(scopes.every((s) => s.cause === 'closed' && s.aborted)).toBe(true);
     expect(listeners(caller.signal)).toBe(0);
+    expect(calls.size).toBe(0);
+  });
+});
+
+describe('the abort hook of the buffered path', () => {
+  it('is called once with the reason when the scope aborts, and at once when set on an aborted scope', () => {
+    const controller = new AbortController();
+    const s = scope({ signal: controller.signal });
+    const seen: unknown[] = [];
+    s.onAbort((reason) => seen.push(reason));
+    expect(seen).toEqual([]);
+    controller.abort();
+    controller.abort();
+    expect(seen).toEqual([s.reason]);
+    expect((seen[0] as Error).message).toBe('aborted: cancelled');
+    const late: unknown[] = [];
+    s.onAbort((reason) => late.push(reason));
+    expect(late).toEqual([s.reason]);
+  });
+
+  it('a signal made after the abort starts aborted with the same reason', () => {
+    const s = scope({ openCalls: closedCalls() });
+    expect(s.signal.aborted).toBe(true);
+    expect(s.signal.reason).toBe(s.reason);
   });
 });

@@ -1,7 +1,7 @@
 import { CallScope } from '../call-scope.js';
 import { HermesFailure } from '../failures.js';
 import { buildHeaders } from '../headers.js';
-import { failureFromResponse, readJsonBody, sendRequest } from '../http.js';
+import { exchange, failureFromAnswer, isSuccess, jsonBodyOf, jsonReading } from '../http.js';
 import type { OperationCall, OperationOutcome } from './operation.js';
 
 export interface JsonRequest {
@@ -27,18 +27,19 @@ export async function callJson(call: OperationCall<unknown>, request: JsonReques
     sessionKey: request.sessionKey,
   });
   const timeoutMs = call.declaration.http.provider_timeout_ms ?? undefined;
-  const scope = new CallScope({ signal: call.context.signal, closeSignal: call.closeSignal, deadline: call.deadline, timeoutMs, now: config.now });
+  const scope = new CallScope({ signal: call.context.signal, openCalls: call.openCalls, deadline: call.deadline, timeoutMs, now: config.now });
   try {
     call.logger.trace({ method: request.method, path: request.path }, 'hermes request');
-    const response = await sendRequest(
+    const limit = config.limits.maxJsonResponseBytes;
+    const response = await exchange(
       call.pools,
       endpoint,
       { method: request.method, path: request.path, headers, body, headersTimeoutMs: timeoutMs ?? 0, bodyTimeoutMs: timeoutMs ?? 0 },
       scope,
+      jsonReading(limit, call.onHttpStatus),
     );
-    call.onHttpStatus(response.statusCode);
-    if (response.statusCode < 200 || response.statusCode > 299) throw await failureFromResponse(response, endpoint, config.now);
-    const output = await readJsonBody(response, config.limits.maxJsonResponseBytes, scope, endpoint.id);
+    if (!isSuccess(response.statusCode)) throw failureFromAnswer(response, endpoint, config.now);
+    const output = jsonBodyOf(response, limit, endpoint.id);
     return { status: 'completed', output };
   } finally {
     scope.dispose();

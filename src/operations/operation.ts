@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { OpenCalls } from '../call-scope.js';
 import type { ChunkPublisher } from '../chunks.js';
 import type { ResolvedConfig, ResolvedEndpoint } from '../config.js';
 import { HermesFailure } from '../failures.js';
@@ -17,8 +18,8 @@ export interface OperationCall<Input = Record<string, unknown>> {
   readonly deadline: number;
   readonly config: ResolvedConfig;
   readonly pools: EndpointPools;
-  /** Aborted when the connector closes: in-flight calls end as cancelled. */
-  readonly closeSignal: AbortSignal;
+  /** Closed with the connector: the calls in flight end as cancelled. */
+  readonly openCalls: OpenCalls;
   readonly logger: Logger;
   readonly publisher: ChunkPublisher;
   /** Called once the provider has answered with headers, for the receipt. */

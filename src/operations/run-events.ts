@@ -2,7 +2,7 @@ import { CallScope } from '../call-scope.js';
 import { HermesFailure } from '../failures.js';
 import { ERROR_CODE_PREFIX } from '../package-info.js';
 import { buildHeaders } from '../headers.js';
-import { failureFromResponse, sendRequest, transportErrorCode, transportFailure, type ProviderResponse } from '../http.js';
+import { failureFromResponse, isSuccess, sendRequest, transportErrorCode, transportFailure, type ProviderResponse } from '../http.js';
 import { schemaCatalog } from '../schemas.js';
 import { SseDecoder } from '../sse.js';
 import type { HermesSseEvent, RunEventsOutput } from '../types.js';
@@ -33,7 +33,7 @@ export const runEvents: Operation<RunEventsInput> = {
     const { endpoint, config } = call;
     const output: RunEventsOutput = { endpoint_id: endpoint.id, operation: 'run_events', http_status: 0, events: [], text: '', terminal: false };
     const headers = buildHeaders({ endpoint, action: call.action, context: call.context, accept: 'text/event-stream', hasBody: false });
-    const scope = new CallScope({ signal: call.context.signal, closeSignal: call.closeSignal, deadline: call.deadline, timeoutMs: undefined, now: config.now });
+    const scope = new CallScope({ signal: call.context.signal, openCalls: call.openCalls, deadline: call.deadline, timeoutMs: undefined, now: config.now });
     let end: StreamEnd;
     try {
       const response = await sendRequest(
@@ -43,7 +43,7 @@ export const runEvents: Operation<RunEventsInput> = {
         scope,
       );
       call.onHttpStatus(response.statusCode);
-      if (response.statusCode < 200 || response.statusCode > 299) throw await failureFromResponse(response, endpoint, config.now);
+      if (!isSuccess(response.statusCode)) throw await failureFromResponse(response, endpoint, config.now);
       output.http_status = response.statusCode;
       end = await readStream(call, response, output, scope);
     } catch (error) {
@@ -72,7 +72,7 @@ async function readStream(call: OperationCall<RunEventsInput>, response: Provide
     for await (const chunk of response.body as AsyncIterable<Buffer>) {
       for (const item of decoder.push(chunk)) {
         // One network read can carry many frames: an abort (say, from onChunk) stops between them.
-        if (scope.signal.aborted) throw scope.signal.reason;
+        if (scope.aborted) throw scope.reason;
         if (item.kind === 'done') return { kind: 'closed' };
         const terminal = TERMINAL_EVENTS.has(item.event.event);
         record(output, item.event, text);

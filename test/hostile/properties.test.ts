@@ -799,6 +799,12 @@ const cycle = () => {
   node.self = node;
   return node;
 };
+/** Arrays `levels` deep: the body itself sits at depth 3 of the action. */
+const nested = (levels: number) => {
+  let value: unknown = 'leaf';
+  for (let level = 0; level < levels; level++) value = [value];
+  return value;
+};
 const startAction = (body: Record<string, unknown>) => ({ id: nextId(), capability_id: cap('run_start'), input: { body: { input: 'hello', ...body } }, idempotency_key: nextId('key') });
 const statusAction = (extra: Record<string, unknown> = {}) => ({ id: nextId(), capability_id: cap('run_status'), input: { run_id: 'run_x' }, ...extra });
 const stopWithSnapshot = (snapshot: unknown) => {
@@ -824,6 +830,8 @@ const POISON: PoisonCase[] = [
   { name: 'run_start body holds a BigInt', mode: 'invoke', build: () => ({ action: startAction({ budget: 10n }) }), code: 'invalid_input' },
   { name: 'run_start body holds a cycle', mode: 'invoke', build: () => ({ action: startAction({ metadata: cycle() }) }), code: 'invalid_input' },
   { name: 'run_start body holds a toJSON that throws', mode: 'invoke', build: () => ({ action: startAction({ metadata: { toJSON: () => throwing('toJSON') } }) }), code: 'invalid_input' },
+  { name: 'run_start body nested 1001 levels deep', mode: 'invoke', build: () => ({ action: startAction({ metadata: nested(1001) }) }), code: 'invalid_input' },
+  { name: 'run_start body holds a sparse array of length 2^32-1', mode: 'invoke', build: () => ({ action: startAction({ metadata: new Array(2 ** 32 - 1) }) }), code: 'invalid_input' },
   { name: 'delegation_chain holds a cycle', mode: 'invoke', build: () => ({ action: statusAction({ delegation_chain: [cycle()] }) }), code: 'invalid_input' },
   { name: 'delegation_chain holds a BigInt', mode: 'invoke', build: () => ({ action: statusAction({ delegation_chain: [{ issued: 1n }] }) }), code: 'invalid_input' },
   { name: 'the context is a Proxy whose every trap throws', mode: 'invoke', build: () => ({ action: statusAction(), context: hostileProxy() }), code: 'invalid_input' },
