@@ -240,7 +240,7 @@ function resolveLogger(logger: unknown): Logger | undefined {
 
 function resolveDispatcher(dispatcher: unknown): Dispatcher | undefined {
   if (dispatcher === undefined) return undefined;
-  if (!isPlainObjectLike(dispatcher) || typeof (dispatcher as Dispatcher).request !== 'function') {
+  if (!isPlainObjectLike(dispatcher) || typeof (dispatcher as Dispatcher).dispatch !== 'function' || typeof (dispatcher as Dispatcher).request !== 'function') {
     throw new ConnectorConfigError('invalid_dispatcher', 'options.dispatcher must be an undici Dispatcher');
   }
   return dispatcher as Dispatcher;

@@ -320,8 +320,17 @@ export async function discardBody(response: ProviderResponse): Promise<void> {
 }
 
 function isJsonContentType(value: string | string[] | undefined): boolean {
+  return contentTypeMatches(value, /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i);
+}
+
+export function isEventStreamContentType(value: string | string[] | undefined): boolean {
+  return contentTypeMatches(value, /^text\/event-stream\s*(?:;|$)/i);
+}
+
+/** The media type of the (first) Content-Type, compared as a whole token: `text/event-streamx` is not `text/event-stream`. */
+function contentTypeMatches(value: string | string[] | undefined, mediaType: RegExp): boolean {
   const type = Array.isArray(value) ? value[0] : value;
-  return type !== undefined && /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(type);
+  return type !== undefined && mediaType.test(type);
 }
 
 /** A transport error's stable code (`ECONNRESET`, `UND_ERR_SOCKET`, …), never its free-text message. */

@@ -304,7 +304,8 @@ describe('logger, dispatcher and clock', () => {
     ['an empty object', {}],
     ['a string', 'pool'],
     ['null', null],
-    ['an object whose request is not a function', { request: true }],
+    ['an object whose request is not a function', { request: true, dispatch: () => true }],
+    ['an object with request() but no dispatch()', { request: () => undefined }],
   ])('refuses a dispatcher that is %s with invalid_dispatcher', (_name, dispatcher) => {
     expectCode({ ...base, dispatcher }, 'invalid_dispatcher');
   });
@@ -318,9 +319,9 @@ describe('logger, dispatcher and clock', () => {
     expectCode({ ...base, now }, 'invalid_clock');
   });
 
-  it('accepts an object with child() as logger, one with request() as dispatcher and a function as clock', () => {
+  it('accepts an object with child() as logger, one with request() and dispatch() as dispatcher and a function as clock', () => {
     const logger = { child: () => logger };
-    const dispatcher = { request: () => undefined };
+    const dispatcher = { request: () => undefined, dispatch: () => true };
     const now = () => 42;
     const config = resolveConfig({ ...base, logger, dispatcher, now } as unknown as HermesConnectorOptions);
     expect(config.logger).toBe(logger);

@@ -2,7 +2,7 @@ import { CallScope } from '../call-scope.js';
 import { HermesFailure } from '../failures.js';
 import { ERROR_CODE_PREFIX } from '../package-info.js';
 import { buildHeaders } from '../headers.js';
-import { failureFromResponse, isSuccess, sendRequest, transportErrorCode, transportFailure, type ProviderResponse } from '../http.js';
+import { failureFromResponse, isEventStreamContentType, isSuccess, sendRequest, transportErrorCode, transportFailure, type ProviderResponse } from '../http.js';
 import { schemaCatalog } from '../schemas.js';
 import { SseDecoder } from '../sse.js';
 import type { HermesSseEvent, RunEventsOutput } from '../types.js';
@@ -57,7 +57,7 @@ export const runEvents: Operation<RunEventsInput> = {
 };
 
 async function readStream(call: OperationCall<RunEventsInput>, response: ProviderResponse, output: RunEventsOutput, scope: CallScope): Promise<StreamEnd> {
-  if (!String(response.headers['content-type'] ?? '').toLowerCase().startsWith('text/event-stream')) {
+  if (!isEventStreamContentType(response.headers['content-type'])) {
     response.body.destroy();
     throw new HermesFailure('invalid_response', `Hermes endpoint \`${call.endpoint.id}\` answered the event stream request with another content type`, {
       remoteStatus: response.statusCode,

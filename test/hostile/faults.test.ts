@@ -278,12 +278,21 @@ describe('200 with a wrong content type', () => {
     },
   );
 
-  it.each(['text/plain', 'application/json', 'text/html; charset=utf-8'])('run_events answered %j with valid SSE bytes → invalid_response, no event used', async (type) => {
+  it.each(['text/plain', 'application/json', 'text/html; charset=utf-8', 'text/event-streamx', 'text/event-stream-v2; charset=utf-8'])('run_events answered %j with valid SSE bytes → invalid_response, no event used', async (type) => {
     const body = `${frame({ event: 'message.delta', delta: 'hi' })}${frame({ event: 'run.completed', output: 'hi' })}`;
     const { result, chunks, server } = await readEvents((exchange) => exchange.respond(200, body, { 'Content-Type': type }));
     expectError(result, { code: 'invalid_response', category: 'connector', retryable: false, uncertain: false, remote_status: 200 });
     expect(server.requests).toHaveLength(1);
     expect(chunks.map((chunk) => chunk.kind)).toEqual(['error']);
+  });
+});
+
+describe('event-stream content types that are the same media type', () => {
+  it.each(['text/event-stream; charset=utf-8', 'TEXT/Event-Stream', 'text/event-stream ;charset=utf-8'])('run_events answered %j reads the stream', async (type) => {
+    const body = `${frame({ event: 'message.delta', delta: 'hi' })}${frame({ event: 'run.completed', output: 'hi' })}`;
+    const { result, chunks } = await readEvents((exchange) => exchange.respond(200, body, { 'Content-Type': type }));
+    expect(result.status).toBe('completed');
+    expect(chunks.map((chunk) => chunk.kind)).toEqual(['data', 'done']);
   });
 });
 
