@@ -1,6 +1,7 @@
 import { createParser, type EventSourceMessage, type EventSourceParser } from 'eventsource-parser';
 import { HermesFailure } from './failures.js';
 import type { HermesSseEvent } from './types.js';
+import { StrictUtf8Decoder } from './utf8.js';
 
 export type SseItem = { kind: 'event'; event: HermesSseEvent } | { kind: 'done' };
 
@@ -25,7 +26,7 @@ const FRAME_ENDS = [Buffer.from('\n\n'), Buffer.from('\r\r'), Buffer.from('\n\r'
 export class SseDecoder {
   readonly #limits: SseDecoderLimits;
   readonly #endpointId: string;
-  readonly #utf8 = new TextDecoder('utf-8', { fatal: true });
+  readonly #utf8 = new StrictUtf8Decoder();
   readonly #parser: EventSourceParser;
   #items: SseItem[] = [];
   #bytesRead = 0;
@@ -51,7 +52,7 @@ export class SseDecoder {
     this.#trackFrameBytes(chunk);
     let text: string;
     try {
-      text = this.#utf8.decode(chunk, { stream: true });
+      text = this.#utf8.decode(chunk);
     } catch {
       throw this.#invalid('an event stream that is not valid UTF-8');
     }

@@ -1,0 +1,84 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { StrictUtf8Decoder } from '../src/utf8.js';
+
+const SEED = 20261130;
+
+/** Per chunk: the text decoded, or 'throws' (and nothing is fed after a throw). */
+function outcomes(decode: (chunk: Uint8Array) => string, chunks: Uint8Array[]): string[] {
+  const seen: string[] = [];
+  for (const chunk of chunks) {
+    try {
+      seen.push(decode(chunk));
+    } catch (error) {
+      expect(error).toBeInstanceOf(TypeError);
+      seen.push('throws');
+      break;
+    }
+  }
+  return seen;
+}
+
+function reference(chunks: Uint8Array[]): string[] {
+  const decoder = new TextDecoder('utf-8', { fatal: true });
+  return outcomes((chunk) => decoder.decode(chunk, { stream: true }), chunks);
+}
+
+function ours(chunks: Uint8Array[]): string[] {
+  const decoder = new StrictUtf8Decoder();
+  return outcomes((chunk) => decoder.decode(chunk), chunks);
+}
+
+/** Splits `bytes` at the given cut points. */
+function split(bytes: Uint8Array, cuts: number[]): Uint8Array[] {
+  const points = [...new Set(cuts.map((cut) => cut % (bytes.length + 1)))].sort((a, b) => a - b);
+  const chunks: Uint8Array[] = [];
+  let start = 0;
+  for (const point of [...points, bytes.length]) {
+    chunks.push(bytes.subarray(start, point));
+    start = point;
+  }
+  return chunks;
+}
+
+/** Mostly valid UTF-8 (every plane, a BOM now and then) with, sometimes, bytes that break it. */
+const streams = fc
+  .tuple(
+    fc.string({ unit: 'binary', maxLength: 40 }),
+    fc.boolean(),
+    fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { maxLength: 3 }),
+    fc.array(fc.nat(), { maxLength: 12 }),
+  )
+  .map(([text, bom, corruptions, cuts]) => {
+    const bytes = Buffer.from(`${bom ? '\ufeff' : ''}${text}`, 'utf8');
+    for (const [at, byte] of corruptions) if (bytes.length > 0) bytes[at % bytes.length] = byte;
+    return split(bytes, cuts);
+  });
+
+describe('StrictUtf8Decoder is TextDecoder("utf-8", { fatal: true }) in stream mode', () => {
+  it('gives the same text per chunk and throws at the same chunk, for random byte streams split anywhere', () => {
+    fc.assert(
+      fc.property(streams, (chunks) => {
+        expect(ours(chunks)).toEqual(reference(chunks));
+      }),
+      { seed: SEED, numRuns: 20_000 },
+    );
+  });
+
+  it.each([
+    ['a 4-byte code point one byte at a time', [[0xf0], [0x9f], [0x98], [0x80]]],
+    ['a BOM split in two, then text', [[0xef, 0xbb], [0xbf, 0x68, 0x69]]],
+    ['a BOM after the start is kept', [[0x68], [0xef, 0xbb, 0xbf]]],
+    ['an overlong E0 80 prefix', [[0x61, 0xe0], [0x80], [0x80]]],
+    ['a surrogate ED A0 prefix', [[0xed, 0xa0], [0x80]]],
+    ['a lone continuation byte', [[0x80]]],
+    ['C0, never a lead', [[0x61, 0xc0]]],
+    ['F5, never a lead', [[0xf5]]],
+    ['F4 90, past U+10FFFF', [[0xf4, 0x90]]],
+    ['an unfinished code point, then ASCII', [[0xe2, 0x82], [0x41]]],
+    ['empty chunks around a split code point', [[], [0xc3], [], [0xa9], []]],
+  ])('%s', (_name, parts) => {
+    const chunks = parts.map((part) => Uint8Array.from(part));
+    expect(ours(chunks)).toEqual(reference(chunks));
+  });
+});
