@@ -6,6 +6,9 @@ import { isOpen } from './run-status.js';
 export function createMemoryLedger(): RunLedger {
   const records = new Map<string, IdempotencyRecord>();
   const runs = new Map<string, RunEvidence>();
+  /** run_id → the action ids bound to it, so status and event results find their binding without a scan. */
+  const actionsByRun = new Map<string, Set<string>>();
+  const boundTo = (runId: string): RunEvidence[] => [...(actionsByRun.get(runId) ?? [])].map((actionId) => runs.get(actionId) as RunEvidence);
   const jobs = new Map<string, BridgeJob>();
   const jobKey = (sessionId: string, toolUseId: string) => JSON.stringify([sessionId, toolUseId]);
   const keyOf = (scope: IdempotencyScope) => JSON.stringify([scope.capability_id, scope.idempotency_key]);
@@ -69,15 +72,19 @@ export function createMemoryLedger(): RunLedger {
       return purged;
     },
     async recordRun(evidence) {
+      const previous = runs.get(evidence.action_id);
+      if (previous) actionsByRun.get(previous.run_id)?.delete(evidence.action_id);
       runs.set(evidence.action_id, copy(evidence));
+      const bound = actionsByRun.get(evidence.run_id) ?? new Set<string>();
+      actionsByRun.set(evidence.run_id, bound.add(evidence.action_id));
     },
     async updateRun(runId, endpointId, patch: RunEvidencePatch) {
-      for (const evidence of runs.values()) {
-        if (evidence.run_id === runId && evidence.endpoint_id === endpointId) assignDefined(evidence, patch);
+      for (const evidence of boundTo(runId)) {
+        if (evidence.endpoint_id === endpointId) assignDefined(evidence, patch);
       }
     },
     async evidence(actionIdOrRunId) {
-      const found = runs.get(actionIdOrRunId) ?? [...runs.values()].find((evidence) => evidence.run_id === actionIdOrRunId);
+      const found = runs.get(actionIdOrRunId) ?? boundTo(actionIdOrRunId)[0];
       return found ? copy(found) : null;
     },
     async openRuns() {

@@ -396,6 +396,33 @@ describe.each(LEDGER_BACKENDS)('RunLedger contract: $name', (backend) => {
       expect(await ledger.evidence(binding.action_id)).toEqual(binding);
     });
 
+    it('updateRun reaches every binding of that run on that endpoint, among many other runs', async () => {
+      const ledger = await fresh();
+      const others = Array.from({ length: 50 }, () => evidenceOf());
+      for (const other of others) await ledger.recordRun(other);
+      const first = evidenceOf();
+      const second = evidenceOf({ run_id: first.run_id });
+      await ledger.recordRun(first);
+      await ledger.recordRun(second);
+      await ledger.updateRun(first.run_id, 'local', { updated_at: T0 + 7, last_status: 'completed' });
+      expect(await ledger.evidence(first.action_id)).toEqual({ ...first, updated_at: T0 + 7, last_status: 'completed' });
+      expect(await ledger.evidence(second.action_id)).toEqual({ ...second, updated_at: T0 + 7, last_status: 'completed' });
+      for (const other of others) expect(await ledger.evidence(other.action_id)).toEqual(other);
+    });
+
+    it('recording an action again with another run id moves its binding to that run', async () => {
+      const ledger = await fresh();
+      const binding = evidenceOf();
+      await ledger.recordRun(binding);
+      const moved = { ...binding, run_id: `${binding.run_id}_moved`, updated_at: T0 + 3, last_status: 'queued' };
+      await ledger.recordRun(moved);
+      expect(await ledger.evidence(binding.action_id)).toEqual(moved);
+      expect(await ledger.evidence(moved.run_id)).toEqual(moved);
+      expect(await ledger.evidence(binding.run_id)).toBeNull();
+      await ledger.updateRun(binding.run_id, 'local', { updated_at: T0 + 9, last_status: 'completed' });
+      expect(await ledger.evidence(binding.action_id)).toEqual(moved);
+    });
+
     it('updateRun of an unknown run changes nothing and does not throw', async () => {
       const ledger = await fresh();
       const binding = evidenceOf();
