@@ -103,7 +103,9 @@ export function exchange(
   reading: ResponseReading,
 ): Promise<BufferedResponse> {
   return new Promise((resolve, reject) => {
-    const handler = new BufferingHandler(reading, resolve, (error, stage) => reject(transportFailure(error, scope, endpoint.id, stage)));
+    const handler = new BufferingHandler(reading, resolve, (error, statusCode) =>
+      reject(transportFailure(error, scope, endpoint.id, statusCode === undefined ? 'request' : 'body', statusCode)),
+    );
     scope.onAbort((reason) => handler.abort(reason));
     pools.dispatcherFor(endpoint).dispatch(
       {
@@ -130,7 +132,8 @@ export interface ResponseReading {
 class BufferingHandler implements Dispatcher.DispatchHandler {
   readonly #reading: ResponseReading;
   readonly #resolve: (response: BufferedResponse) => void;
-  readonly #reject: (error: unknown, stage: 'request' | 'body') => void;
+  /** `statusCode` is the response's, when its headers had arrived. */
+  readonly #reject: (error: unknown, statusCode: number | undefined) => void;
   #controller: Dispatcher.DispatchController | undefined;
   /** An abort that came before undici handed over its controller. */
   #pendingAbort: Error | undefined;
@@ -140,7 +143,7 @@ class BufferingHandler implements Dispatcher.DispatchHandler {
   #size = 0;
   #settled = false;
 
-  constructor(reading: ResponseReading, resolve: (response: BufferedResponse) => void, reject: (error: unknown, stage: 'request' | 'body') => void) {
+  constructor(reading: ResponseReading, resolve: (response: BufferedResponse) => void, reject: (error: unknown, statusCode: number | undefined) => void) {
     this.#reading = reading;
     this.#resolve = resolve;
     this.#reject = reject;
@@ -177,7 +180,7 @@ class BufferingHandler implements Dispatcher.DispatchHandler {
     this.#settled = true;
     const response = this.#response;
     if (!response) {
-      this.#reject(new Error('the response ended before its headers'), 'request');
+      this.#reject(new Error('the response ended before its headers'), undefined);
       return;
     }
     const chunks = this.#chunks;
@@ -188,7 +191,7 @@ class BufferingHandler implements Dispatcher.DispatchHandler {
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
     if (this.#settled) return;
     this.#settled = true;
-    this.#reject(error, this.#response ? 'body' : 'request');
+    this.#reject(error, this.#response?.statusCode);
   }
 
   /** Settles with what is known (no body) and closes the connection rather than read a body we will not use. */
@@ -202,25 +205,27 @@ class BufferingHandler implements Dispatcher.DispatchHandler {
 
 /**
  * The failure for a thrown transport error or abort. `stage` says whether the response
- * headers had already arrived, which decides what the provider may have done.
+ * headers had already arrived, which decides what the provider may have done; their status,
+ * when known, is reported as `details.remote_status`.
  */
-export function transportFailure(error: unknown, scope: CallScope, endpointId: string, stage: 'request' | 'body'): HermesFailure {
+export function transportFailure(error: unknown, scope: CallScope, endpointId: string, stage: 'request' | 'body', remoteStatus?: number): HermesFailure {
   if (error instanceof HermesFailure) return error;
   const code = transportErrorCode(error);
   const effect: ProviderEffect = stage === 'request' && code !== undefined && NOT_SENT_CODES.has(code) ? 'none' : 'maybe';
   const where = `Hermes endpoint \`${endpointId}\``;
   switch (scope.cause) {
     case 'cancelled':
-      return new HermesFailure('cancelled', `The call to ${where} was cancelled by the caller`, { effect });
+      return new HermesFailure('cancelled', `The call to ${where} was cancelled by the caller`, { effect, remoteStatus });
     case 'closed':
-      return new HermesFailure('cancelled', `The call to ${where} was cancelled because the connector was closed`, { effect });
+      return new HermesFailure('cancelled', `The call to ${where} was cancelled because the connector was closed`, { effect, remoteStatus });
     case 'deadline':
-      return new HermesFailure('deadline_exceeded', `The AIP deadline passed during the call to ${where}`, { effect });
+      return new HermesFailure('deadline_exceeded', `The AIP deadline passed during the call to ${where}`, { effect, remoteStatus });
     case 'timeout':
-      return new HermesFailure('transport', `${where} did not answer within the operation timeout`, { effect, details: { timeout: true } });
+      return new HermesFailure('transport', `${where} did not answer within the operation timeout`, { effect, remoteStatus, details: { timeout: true } });
     default:
       return new HermesFailure('transport', `Transport failure talking to ${where}${code ? ` (${code})` : ''}`, {
         effect,
+        remoteStatus,
         details: code ? { transport_code: code } : undefined,
       });
   }

@@ -47,7 +47,7 @@ export const runEvents: Operation<RunEventsInput> = {
       output.http_status = response.statusCode;
       end = await readStream(call, response, output, scope);
     } catch (error) {
-      const failure = transportFailure(error, scope, endpoint.id, 'body');
+      const failure = transportFailure(error, scope, endpoint.id, 'body', output.http_status || undefined);
       return { status: failure.code === 'cancelled' ? 'cancelled' : 'failed', output: output.http_status ? output : undefined, failure };
     } finally {
       scope.dispose();
@@ -84,7 +84,7 @@ async function readStream(call: OperationCall<RunEventsInput>, response: Provide
     }
     return { kind: 'closed' };
   } catch (error) {
-    if (error instanceof HermesFailure || scope.cause !== undefined) throw transportFailure(error, scope, call.endpoint.id, 'body');
+    if (error instanceof HermesFailure || scope.cause !== undefined) throw transportFailure(error, scope, call.endpoint.id, 'body', output.http_status);
     return { kind: 'broken', transportCode: transportErrorCode(error) };
   } finally {
     output.text = text.join('');

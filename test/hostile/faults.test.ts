@@ -83,7 +83,7 @@ describe('connection reset after the headers', () => {
     const { status } = OK_BODY[operation];
     const { connector, server } = await rig(resetAfterHeaders(status, { 'Content-Type': JSON_TYPE, 'Content-Length': 200 }));
     const result = await invokeValid(connector, operation);
-    expectError(result, { code: 'transport', category: 'transport', retryable: isRead(operation), uncertain: !isRead(operation) });
+    expectError(result, { code: 'transport', category: 'transport', retryable: isRead(operation), uncertain: !isRead(operation), remote_status: status });
     expect(result.receipt?.http_status).toBe(status);
     expect(server.requests).toHaveLength(1);
   });
@@ -105,7 +105,7 @@ describe('connection reset in the middle of the body', () => {
     const text = JSON.stringify(body);
     const { connector, server } = await rig(resetMidBody(status, { 'Content-Type': JSON_TYPE, 'Content-Length': text.length }, text.slice(0, text.length >> 1)));
     const result = await invokeValid(connector, operation);
-    expectError(result, { code: 'transport', category: 'transport', retryable: isRead(operation), uncertain: !isRead(operation) });
+    expectError(result, { code: 'transport', category: 'transport', retryable: isRead(operation), uncertain: !isRead(operation), remote_status: status });
     expect(server.requests).toHaveLength(1);
   });
 

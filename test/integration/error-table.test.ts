@@ -262,7 +262,7 @@ describe('deadline_exceeded (temporary)', () => {
     const h = await harness();
     const runId = await h.startRun({ input: 'hi', sim_script: script.long() });
     const { result, requests } = await counted(h, () => h.invoke({ capability_id: h.cap('run_events'), input: { run_id: runId } }, { deadline: Date.now() + 300 }));
-    expectError(result, { code: 'deadline_exceeded', category: 'temporary', retryable: false, uncertain: false, remote_status: undefined, provider_code: undefined, operation: 'run_events' });
+    expectError(result, { code: 'deadline_exceeded', category: 'temporary', retryable: false, uncertain: false, remote_status: 200, provider_code: undefined, operation: 'run_events' });
     expect(requests).toBe(1);
     const output = result.output as { http_status: number; events: Array<{ event: string }>; text: string; terminal: boolean };
     expect(output.http_status).toBe(200);
@@ -292,7 +292,7 @@ describe('cancelled (temporary, status cancelled)', () => {
     const { result, requests } = await counted(h, () =>
       h.invoke({ capability_id: h.cap('run_events'), input: { run_id: runId } }, { signal: controller.signal, onChunk: () => controller.abort() }),
     );
-    expectError(result, { status: 'cancelled', code: 'cancelled', category: 'temporary', retryable: false, uncertain: false, remote_status: undefined, provider_code: undefined, operation: 'run_events' });
+    expectError(result, { status: 'cancelled', code: 'cancelled', category: 'temporary', retryable: false, uncertain: false, remote_status: 200, provider_code: undefined, operation: 'run_events' });
     expect(requests).toBe(1);
     expect((result.output as { events: unknown[] }).events).toHaveLength(1);
     const chunks = h.chunks.get(result.action_id) ?? [];
