@@ -107,18 +107,21 @@ export function exchange(
       reject(transportFailure(error, scope, endpoint.id, statusCode === undefined ? 'request' : 'body', statusCode)),
     );
     scope.onAbort((reason) => handler.abort(reason));
-    pools.dispatcherFor(endpoint).dispatch(
-      {
-        origin: endpoint.origin,
-        path: request.path,
-        method: request.method,
-        headers: request.headers,
-        body: request.body ?? null,
-        headersTimeout: request.headersTimeoutMs,
-        bodyTimeout: request.bodyTimeoutMs,
-      },
-      handler,
-    );
+    const options: Dispatcher.DispatchOptions = {
+      origin: endpoint.origin,
+      path: request.path,
+      method: request.method,
+      headers: request.headers,
+      body: request.body ?? null,
+      headersTimeout: request.headersTimeoutMs,
+      bodyTimeout: request.bodyTimeoutMs,
+    };
+    try {
+      pools.dispatcherFor(endpoint).dispatch(options, handler);
+    } catch (error) {
+      // undici reports through the handler; an injected dispatcher might throw instead.
+      handler.onResponseError(undefined, error as Error);
+    }
   });
 }
 
@@ -188,7 +191,7 @@ class BufferingHandler implements Dispatcher.DispatchHandler {
     this.#resolve(response);
   }
 
-  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+  onResponseError(_controller: Dispatcher.DispatchController | undefined, error: Error): void {
     if (this.#settled) return;
     this.#settled = true;
     this.#reject(error, this.#response?.statusCode);

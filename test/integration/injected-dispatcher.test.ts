@@ -111,6 +111,16 @@ describe('an injected MockAgent', () => {
   });
 });
 
+describe('a dispatcher that throws from dispatch()', () => {
+  it('gives a transport failure, not an internal one or a rejection', async () => {
+    const throwing = { request: () => Promise.reject(new Error('unused')), dispatch: () => { throw Object.assign(new Error('no sockets'), { code: 'UND_ERR_CLOSED' }); } };
+    const result = await status(connect(throwing as unknown as Dispatcher));
+    expectCode(result, 'transport');
+    expect(result.error?.details?.transport_code).toBe('UND_ERR_CLOSED');
+    expect(result.error?.retryable).toBe(true);
+  });
+});
+
 describe('a dispatcher composed with an interceptor', () => {
   it('sees every request the connector makes and passes the answer through', async () => {
     const mock = mockAgent();
