@@ -84,7 +84,7 @@ export const MAX_EVENTS_CEILING = 100_000;
 const MAX_LIMIT_BYTES = 256 * MiB;
 
 const TOP_LEVEL_OPTIONS = new Set(['endpoints', 'logger', 'dispatcher', 'limits', 'now', 'ledger', 'idempotencyLeaseMs']);
-const LEDGER_METHODS = ['claim', 'get', 'renewLease', 'settle', 'release', 'settleAbandoned', 'purgeExpired', 'recordRun', 'updateRun', 'evidence', 'openRuns', 'createJob', 'updateJob', 'job', 'unfinishedJobs', 'close'];
+const LEDGER_METHODS = ['claim', 'get', 'renewLease', 'settle', 'release', 'settleAbandoned', 'purgeExpired', 'recordRun', 'updateRun', 'evidence', 'openRuns', 'createJob', 'updateJob', 'job', 'unfinishedJobs', 'claimJob', 'renewJobLease', 'close'];
 export const DEFAULT_IDEMPOTENCY_LEASE_MS = 30_000;
 const ENDPOINT_FIELDS = new Set(['id', 'baseUrl', 'apiKey', 'displayName', 'tenantId']);
 const ENDPOINT_ID = /^[a-z0-9_-]{1,128}$/;

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import { ConnectorConfigError } from '../config.js';
@@ -53,6 +53,14 @@ export interface HermBridgeOptions {
   statusPoll?: { baseDelayMs?: number; maxDelayMs?: number };
   /** How long one run is followed before the bridge reports it as not finished (default 6 h). */
   maxRunMs?: number;
+  /**
+   * This bridge's identity as the owner of the jobs it drives (default: random per process). A
+   * replica that keeps its id across restarts takes its unfinished jobs back at once; another
+   * bridge's jobs are taken over only once their lease has expired.
+   */
+  bridgeId?: string;
+  /** How long a job stays with its bridge without a renewal (default 30 s, renewed every third of it). */
+  jobLeaseMs?: number;
 }
 
 export interface HermBridge {
@@ -62,7 +70,10 @@ export interface HermBridge {
   subscribe(sessionId: string, options?: { signal?: AbortSignal }): Promise<void>;
   /** Resolves when every job this bridge started has posted its final result or stopped trying. */
   idle(): Promise<void>;
-  /** After a restart: resumes every job whose final result was not accepted. */
+  /**
+   * After a restart: resumes every job whose final result was not accepted. Jobs another live
+   * bridge holds are left to it and taken over only if its lease expires; idle() waits for those too.
+   */
   recover(): Promise<void>;
   close(): Promise<void>;
 }
@@ -74,6 +85,8 @@ interface Finale {
 }
 
 const DEFAULT_STREAM_ROUTE = '/v1/sessions/{session_id}/stream';
+const DEFAULT_JOB_LEASE_MS = 30_000;
+const MIN_TAKEOVER_WAIT_MS = 100;
 
 /**
  * The long-running tool pattern: a Herm agent's custom tool call becomes one governed Hermes
@@ -89,6 +102,9 @@ export function createHermBridge(options: HermBridgeOptions): HermBridge {
   const closing = new AbortController();
   const active = new Map<string, Promise<void>>();
   const approvals = new Set<Promise<void>>();
+  /** Jobs held by other bridges that recover() waits to take over. */
+  const takeovers = new Set<Promise<void>>();
+  const { bridgeId, jobLeaseMs } = settings;
   let closed: Promise<void> | undefined;
   const now = () => Date.now();
   const cap = (operation: string) => `cap:hermes_agent:${endpointId}:${operation}`;
@@ -98,17 +114,51 @@ export function createHermBridge(options: HermBridgeOptions): HermBridge {
     return ledger.updateJob(job.session_id, job.tool_use_id, { ...patch, updated_at: job.updated_at });
   };
 
-  /** Runs a job's remaining steps once per process, whatever asks for it. */
+  /** Runs a job's remaining steps once per process, whatever asks for it, holding its lease meanwhile. */
   const drive = (job: BridgeJob, steps: (job: BridgeJob) => Promise<void>): Promise<void> => {
     const key = `${job.session_id}\n${job.tool_use_id}`;
     const running = active.get(key);
     if (running) return running;
+    const lease = holdLease(job);
     const work = steps(job)
       .catch((error: unknown) => logger.error({ session_id: job.session_id, tool_use_id: job.tool_use_id, err: errorName(error) }, 'herm job stopped'))
+      .then(() => lease.release())
       .finally(() => active.delete(key));
     active.set(key, work);
     return work;
   };
+
+  /** Renews the job's lease while it is driven; an unfinished job's lease is given up at the end, so any bridge's recover() may take it. */
+  function holdLease(job: BridgeJob): { release(): Promise<void> } {
+    const where = { session_id: job.session_id, tool_use_id: job.tool_use_id };
+    const renew = () =>
+      ledger.renewJobLease(job.session_id, job.tool_use_id, bridgeId, now() + jobLeaseMs).then(
+        (held) => held || logger.warn(where, 'herm job lease lost: another bridge may have taken the job over'),
+        (error: unknown) => logger.error({ ...where, err: errorName(error) }, 'herm job lease renewal failed'),
+      );
+    const timer = setInterval(renew, Math.max(1, Math.floor(jobLeaseMs / 3)));
+    timer.unref();
+    return {
+      async release() {
+        clearInterval(timer);
+        if (job.state === 'done') return;
+        await ledger.renewJobLease(job.session_id, job.tool_use_id, bridgeId, now()).catch(() => false);
+      },
+    };
+  }
+
+  /** Waits for another bridge's lease on a job to expire, then takes the job over; ends once the job is done. */
+  async function takeOver(held: BridgeJob): Promise<void> {
+    let job: BridgeJob | null = held;
+    while (job && job.state !== 'done' && !closing.signal.aborted) {
+      // At least a short pause: a lease that looks expired here but was not claimable is being renewed.
+      await sleep(Math.max((job.lease_expires_at ?? 0) - now(), MIN_TAKEOVER_WAIT_MS), closing.signal);
+      if (closing.signal.aborted) return;
+      const claimed = await ledger.claimJob(job.session_id, job.tool_use_id, bridgeId, now(), now() + jobLeaseMs);
+      if (claimed) return drive(claimed, recoverJob);
+      job = await ledger.job(job.session_id, job.tool_use_id);
+    }
+  }
 
   async function start(job: BridgeJob): Promise<AipActionResult> {
     return connector.invoke(
@@ -230,6 +280,8 @@ export function createHermBridge(options: HermBridgeOptions): HermBridge {
       final_event_id: null,
       created_at: created,
       updated_at: created,
+      lease_owner: bridgeId,
+      lease_expires_at: created + jobLeaseMs,
     };
     if (!(await ledger.createJob(job))) return ledger.job(sessionId, event.tool_use_id); // a redelivery: never a second run
     // The whole job runs under drive() from here, so recover() can never pick it up half-started.
@@ -308,15 +360,24 @@ export function createHermBridge(options: HermBridgeOptions): HermBridge {
       });
     },
     async idle() {
-      while (active.size > 0 || approvals.size > 0) await Promise.allSettled([...active.values(), ...approvals]);
+      while (active.size > 0 || approvals.size > 0 || takeovers.size > 0) await Promise.allSettled([...active.values(), ...approvals, ...takeovers]);
     },
     async recover() {
-      for (const job of await ledger.unfinishedJobs()) void drive(job, recoverJob);
+      for (const job of await ledger.unfinishedJobs()) {
+        const claimed = await ledger.claimJob(job.session_id, job.tool_use_id, bridgeId, now(), now() + jobLeaseMs);
+        if (claimed) void drive(claimed, recoverJob);
+        else if (job.state !== 'done') {
+          const waiting = takeOver(job)
+            .catch((error: unknown) => logger.error({ session_id: job.session_id, tool_use_id: job.tool_use_id, err: errorName(error) }, 'herm job takeover stopped'))
+            .finally(() => takeovers.delete(waiting));
+          takeovers.add(waiting);
+        }
+      }
     },
     close() {
       closed ??= (async () => {
         closing.abort();
-        await Promise.allSettled([...active.values(), ...approvals]);
+        await Promise.allSettled([...active.values(), ...approvals, ...takeovers]);
         await herm.close();
         if (!options.ledger) await ledger.close();
       })();
@@ -387,6 +448,10 @@ function resolveBridgeOptions(options: HermBridgeOptions) {
   }
   if (typeof options.herm.apiKey !== 'string' || !/^[\x21-\x7e]{1,16384}$/.test(options.herm.apiKey)) throw invalid('`herm.apiKey` must be visible ASCII');
   const route = options.streamRoute ?? DEFAULT_STREAM_ROUTE;
+  const bridgeId = options.bridgeId ?? `bridge_${randomBytes(12).toString('hex')}`;
+  if (typeof bridgeId !== 'string' || !/^[\x21-\x7e]{1,128}$/.test(bridgeId)) throw invalid('`bridgeId` must be 1-128 visible ASCII characters');
+  const jobLeaseMs = options.jobLeaseMs ?? DEFAULT_JOB_LEASE_MS;
+  if (!Number.isInteger(jobLeaseMs) || jobLeaseMs < 100 || jobLeaseMs > 86_400_000) throw invalid('`jobLeaseMs` must be an integer from 100 to 86400000');
   if (!route.startsWith('/') || !route.includes('{session_id}')) throw invalid('`streamRoute` must be a path containing {session_id}');
   return {
     connector: options.connector,
@@ -397,6 +462,8 @@ function resolveBridgeOptions(options: HermBridgeOptions) {
     finalRetry: { attempts: 8, baseDelayMs: 250, maxDelayMs: 10_000, ...options.finalRetry },
     statusPoll: { baseDelayMs: 500, maxDelayMs: 15_000, ...options.statusPoll },
     maxRunMs: options.maxRunMs ?? 6 * 60 * 60 * 1000,
+    bridgeId,
+    jobLeaseMs,
   };
 }
 

@@ -105,7 +105,24 @@ export function createMemoryLedger(): RunLedger {
       return job ? copy(job) : null;
     },
     async unfinishedJobs() {
-      return [...jobs.values()].filter((job) => job.state !== 'done').map(copy);
+      return [...jobs.values()]
+        .filter((job) => job.state !== 'done')
+        .sort((a, b) => a.created_at - b.created_at)
+        .map(copy);
+    },
+    async claimJob(sessionId, toolUseId, owner, now, leaseExpiresAt) {
+      const job = jobs.get(jobKey(sessionId, toolUseId));
+      if (!job || job.state === 'done') return null;
+      const free = job.lease_owner === null || job.lease_owner === owner || job.lease_expires_at === null || job.lease_expires_at <= now;
+      if (!free) return null;
+      Object.assign(job, { lease_owner: owner, lease_expires_at: leaseExpiresAt });
+      return copy(job);
+    },
+    async renewJobLease(sessionId, toolUseId, owner, leaseExpiresAt) {
+      const job = jobs.get(jobKey(sessionId, toolUseId));
+      if (job?.lease_owner !== owner) return false;
+      job.lease_expires_at = leaseExpiresAt;
+      return true;
     },
     async close() {},
   };

@@ -65,6 +65,11 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX herm_jobs_state ON herm_jobs (state)`,
     ],
   },
+  {
+    version: 3,
+    // Jobs recorded before leases existed have none: the first recover() may take them.
+    statements: [`ALTER TABLE herm_jobs ADD COLUMN lease_owner TEXT`, `ALTER TABLE herm_jobs ADD COLUMN lease_expires_at BIGINT`],
+  },
 ];
 
 export const MIGRATIONS_TABLE = `CREATE TABLE IF NOT EXISTS ledger_schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)`;

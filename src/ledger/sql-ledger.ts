@@ -17,7 +17,8 @@ const RECORD_COLUMNS = 'capability_id, idempotency_key, fingerprint, action_id, 
 const RUN_COLUMNS =
   'action_id, capability_id, endpoint_id, tenant_id, run_id, session_id, credential_revision, created_at, updated_at, last_status, terminal_event, evidence_lost';
 const JOB_COLUMNS =
-  'session_id, tool_use_id, tool_name, tool_input, action_id, idempotency_key, run_id, state, kickoff, kickoff_event_id, final_status, final_event_id, created_at, updated_at';
+  'session_id, tool_use_id, tool_name, tool_input, action_id, idempotency_key, run_id, state, kickoff, kickoff_event_id, final_status, final_event_id, created_at, updated_at, lease_owner, lease_expires_at';
+const JOB = 'session_id = ? AND tool_use_id = ?';
 const SCOPE = 'capability_id = ? AND idempotency_key = ?';
 const TERMINAL_LIST = [...TERMINAL_STATUSES].map((status) => `'${status}'`).join(', ');
 
@@ -129,7 +130,7 @@ export function createSqlLedger(kind: string, executor: SqlExecutor): RunLedger 
     },
     async createJob(job) {
       const changed = await (await db()).run(
-        `INSERT INTO herm_jobs (${JOB_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_id, tool_use_id) DO NOTHING`,
+        `INSERT INTO herm_jobs (${JOB_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_id, tool_use_id) DO NOTHING`,
         [
           job.session_id,
           job.tool_use_id,
@@ -145,6 +146,8 @@ export function createSqlLedger(kind: string, executor: SqlExecutor): RunLedger 
           job.final_event_id,
           job.created_at,
           job.updated_at,
+          job.lease_owner,
+          job.lease_expires_at,
         ],
       );
       return changed > 0;
@@ -152,17 +155,30 @@ export function createSqlLedger(kind: string, executor: SqlExecutor): RunLedger 
     async updateJob(sessionId, toolUseId, patch) {
       const fields = (['run_id', 'state', 'kickoff', 'kickoff_event_id', 'final_status', 'final_event_id'] as const).filter((field) => patch[field] !== undefined);
       await (await db()).run(
-        `UPDATE herm_jobs SET updated_at = ?${fields.map((field) => `, ${field} = ?`).join('')} WHERE session_id = ? AND tool_use_id = ?`,
+        `UPDATE herm_jobs SET updated_at = ?${fields.map((field) => `, ${field} = ?`).join('')} WHERE ${JOB}`,
         [patch.updated_at, ...fields.map((field) => patch[field]), sessionId, toolUseId],
       );
     },
     async job(sessionId, toolUseId) {
-      const rows = await (await db()).all(`SELECT ${JOB_COLUMNS} FROM herm_jobs WHERE session_id = ? AND tool_use_id = ?`, [sessionId, toolUseId]);
+      const rows = await (await db()).all(`SELECT ${JOB_COLUMNS} FROM herm_jobs WHERE ${JOB}`, [sessionId, toolUseId]);
       return rows[0] ? toJob(rows[0]) : null;
     },
     async unfinishedJobs() {
       const rows = await (await db()).all(`SELECT ${JOB_COLUMNS} FROM herm_jobs WHERE state <> 'done' ORDER BY created_at`, []);
       return rows.map(toJob);
+    },
+    async claimJob(sessionId, toolUseId, owner, now, leaseExpiresAt) {
+      const changed = await (await db()).run(
+        `UPDATE herm_jobs SET lease_owner = ?, lease_expires_at = ?
+         WHERE ${JOB} AND state <> 'done' AND (lease_owner IS NULL OR lease_owner = ? OR lease_expires_at IS NULL OR lease_expires_at <= ?)`,
+        [owner, leaseExpiresAt, sessionId, toolUseId, owner, now],
+      );
+      if (changed === 0) return null;
+      // The row is this owner's now: reading it back cannot race another claim.
+      return this.job(sessionId, toolUseId);
+    },
+    async renewJobLease(sessionId, toolUseId, owner, leaseExpiresAt) {
+      return (await (await db()).run(`UPDATE herm_jobs SET lease_expires_at = ? WHERE ${JOB} AND lease_owner = ?`, [leaseExpiresAt, sessionId, toolUseId, owner])) > 0;
     },
     async close() {
       await ready?.catch(() => undefined);
@@ -224,5 +240,7 @@ function toJob(row: SqlRow): BridgeJob {
     final_event_id: strOrNull(row.final_event_id),
     created_at: num(row.created_at),
     updated_at: num(row.updated_at),
+    lease_owner: strOrNull(row.lease_owner),
+    lease_expires_at: numOrNull(row.lease_expires_at),
   };
 }

@@ -38,6 +38,10 @@ export interface BridgeJob {
   final_event_id: string | null;
   created_at: number;
   updated_at: number;
+  /** The bridge driving the job. Another bridge's recover() takes the job only once the lease has expired. */
+  lease_owner: string | null;
+  /** Epoch ms after which the owner is presumed gone; renewed while it drives the job. */
+  lease_expires_at: number | null;
 }
 
 export type BridgeJobPatch = Partial<Pick<BridgeJob, 'run_id' | 'state' | 'kickoff' | 'kickoff_event_id' | 'final_status' | 'final_event_id'>> & { updated_at: number };
@@ -107,5 +111,12 @@ export interface RunLedger {
   job(sessionId: string, toolUseId: string): Promise<BridgeJob | null>;
   /** Jobs whose final result was not accepted yet, oldest first. */
   unfinishedJobs(): Promise<BridgeJob[]>;
+  /**
+   * Takes an unfinished job for `owner` when its lease is free, expired at `now`, or already
+   * the owner's; returns the job as stored, or null when it is done or held by another owner.
+   */
+  claimJob(sessionId: string, toolUseId: string, owner: string, now: number, leaseExpiresAt: number): Promise<BridgeJob | null>;
+  /** Extends the owner's lease on a job; false when the job is no longer this owner's. */
+  renewJobLease(sessionId: string, toolUseId: string, owner: string, leaseExpiresAt: number): Promise<boolean>;
   close(): Promise<void>;
 }

@@ -21,7 +21,10 @@ describe('bridge.close()', () => {
     await bridge.idle();
 
     expect(postedResults(herm, sessionId).map((posted) => posted.status)).toEqual(['running']);
-    expect(await ledger.job(sessionId, use.tool_use_id)).toMatchObject({ state: 'running', kickoff: 'accepted', final_status: null });
+    const left = await ledger.job(sessionId, use.tool_use_id);
+    expect(left).toMatchObject({ state: 'running', kickoff: 'accepted', final_status: null });
+    // Its lease was given up, so a bridge with another id need not wait for it to expire.
+    expect(left?.lease_expires_at).toBeLessThanOrEqual(Date.now());
     await expect(bridge.handleEvent(sessionId, use)).rejects.toThrow(/closed/);
 
     const next = env.restart(ledger);

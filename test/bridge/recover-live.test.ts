@@ -2,6 +2,8 @@
  * recover() in a process that is already handling events (an application that subscribes and
  * recovers at startup, or calls recover() again later): jobs this process is still starting
  * or following are its own, not leftovers, and must not be finished a second time or differently.
+ * The same holds for another bridge (another replica) on the same ledger: the job lease keeps
+ * its recover() away from jobs a live bridge is driving.
  */
 import { describe, expect, it } from 'vitest';
 import { createMemoryLedger, type RunLedger } from 'aip-connector-hermes-agent';
@@ -74,5 +76,53 @@ describe('recover() while the bridge is live', () => {
     expect(hermesRunRequests(hermes, job?.run_id as string, '/events')).toHaveLength(1);
     expect(postedResults(herm, sessionId).map((posted) => posted.status)).toEqual(['running', 'completed']);
     expect(acceptedFinals(herm, sessionId, use.tool_use_id)).toHaveLength(1);
+  });
+
+  it('another bridge\'s recover() leaves a job this bridge is still starting alone, though its lease is short', async () => {
+    const memory = createMemoryLedger();
+    const gate = gatedLedger(memory);
+    const { herm, hermes, bridge, ledger, restart } = await startEnv({ ledger: gate.ledger, bridge: { bridgeId: 'bridge-a', jobLeaseMs: 150 } });
+    try {
+      const sessionId = newSessionId();
+      const use = callTool(herm, sessionId, { prompt: 'Render', sim_script: scripts.held(100, 'Rendered once.') });
+      const handled = bridge.handleEvent(sessionId, use);
+      await eventually(() => gate.reached(), 'the run started');
+      const other = restart(gate.ledger, { bridgeId: 'bridge-b', jobLeaseMs: 150 }).bridge;
+      await other.recover();
+      // Several lease periods pass while the start is held: bridge-a keeps renewing, bridge-b keeps waiting.
+      await new Promise((resolve) => setTimeout(resolve, 600));
+      expect(await memory.job(sessionId, use.tool_use_id)).toMatchObject({ state: 'starting', lease_owner: 'bridge-a' });
+      gate.release();
+      await handled;
+      await bridge.idle();
+      await other.idle();
+
+      expect(hermes.startCount()).toBe(1);
+      const finals = acceptedFinals(herm, sessionId, use.tool_use_id);
+      expect(finals).toHaveLength(1);
+      expect(finals[0]).toMatchObject({ status: 'completed', is_error: false });
+      expect(postedResults(herm, sessionId).map((posted) => posted.status)).toEqual(['running', 'completed']);
+      expect(await ledger.job(sessionId, use.tool_use_id)).toMatchObject({ state: 'done', lease_owner: 'bridge-a' });
+    } finally {
+      gate.release();
+      await memory.close();
+    }
+  });
+
+  it('another bridge\'s recover() never follows a run this bridge is following', async () => {
+    const { herm, hermes, bridge, ledger, restart } = await startEnv({ bridge: { bridgeId: 'bridge-a', jobLeaseMs: 150 } });
+    const sessionId = newSessionId();
+    const use = callTool(herm, sessionId, { prompt: 'Render', sim_script: scripts.held(800, 'Rendered once.') });
+    const job = await bridge.handleEvent(sessionId, use);
+    const other = restart(ledger, { bridgeId: 'bridge-b', jobLeaseMs: 150 }).bridge;
+    await other.recover();
+    await bridge.idle();
+    await other.idle();
+    const runId = job?.run_id as string;
+    // bridge-b would have read the run's status first; only bridge-a's one stream ever touched it.
+    expect(hermesRunRequests(hermes, runId, '')).toHaveLength(0);
+    expect(hermesRunRequests(hermes, runId, '/events')).toHaveLength(1);
+    expect(acceptedFinals(herm, sessionId, use.tool_use_id)).toHaveLength(1);
+    expect(postedResults(herm, sessionId).map((posted) => posted.status)).toEqual(['running', 'completed']);
   });
 });

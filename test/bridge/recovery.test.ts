@@ -2,7 +2,8 @@
  * A bridge process killed mid-run (SIGKILL: nothing flushed, nothing closed) and recovered
  * from its durable ledger by a new process: exactly one final result for the tool call, no
  * second Hermes run, and a run Hermes no longer knows is reported as failed ("Evidence lost"),
- * never as completed.
+ * never as completed. The new process is the same replica restarted (same bridgeId), so it
+ * takes the jobs back at once; a different bridge waits for the dead one's job lease to expire.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -40,14 +41,24 @@ afterEach(() => {
   for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
 });
 
+/** The replica id of the killed process and of the process that recovers it. */
+const REPLICA = 'bridge-replica-1';
+
 /** Starts the bridge process on the store, hands it the tool use, and resolves with the job it reported once the kickoff was settled. */
-function startBridgeProcess(env: BridgeEnv, store: SharedStore, sessionId: string, event: Record<string, unknown>): Promise<{ child: ChildProcess; job: BridgeJob }> {
+function startBridgeProcess(
+  env: BridgeEnv,
+  store: SharedStore,
+  sessionId: string,
+  event: Record<string, unknown>,
+  owner: Pick<BridgeProcessConfig, 'bridgeId' | 'jobLeaseMs'>,
+): Promise<{ child: ChildProcess; job: BridgeJob }> {
   const config: BridgeProcessConfig = {
     ledger: store.spec,
     hermes: { url: env.hermes.url, apiKey: HERMES_KEY, endpointId: ENDPOINT },
     herm: { url: env.herm.url, apiKey: HERM_KEY },
     sessionId,
     event,
+    ...owner,
   };
   const child = spawn(process.execPath, ['--import', 'tsx', FIXTURE], {
     cwd: ROOT,
@@ -92,10 +103,17 @@ async function approve(env: BridgeEnv, runId: string): Promise<void> {
 }
 
 /** Kills a bridge process right after its kickoff was accepted, with the run still going in Hermes. */
-async function killedMidRun(env: BridgeEnv, store: SharedStore, steps: RunStep[], checkStillRunning = true) {
+async function killedMidRun(
+  env: BridgeEnv,
+  store: SharedStore,
+  steps: RunStep[],
+  checkStillRunning = true,
+  owner: Pick<BridgeProcessConfig, 'bridgeId' | 'jobLeaseMs'> = { bridgeId: REPLICA },
+) {
   const sessionId = newSessionId();
   const use = callTool(env.herm, sessionId, { prompt: 'Render the trailer', sim_script: steps });
-  const { child, job } = await startBridgeProcess(env, store, sessionId, { ...use });
+  const { child, job } = await startBridgeProcess(env, store, sessionId, { ...use }, owner);
+  expect(job).toMatchObject({ lease_owner: owner.bridgeId });
   expect(job).toMatchObject({ session_id: sessionId, tool_use_id: use.tool_use_id, kickoff: 'accepted', state: 'running' });
   const runId = job.run_id as string;
   await kill(child);
@@ -120,7 +138,7 @@ describe.each(SHARED_BACKENDS)('recovery after the bridge process was killed ($n
 
     const ledger = store.open();
     expect(await ledger.job(sessionId, use.tool_use_id)).toMatchObject({ run_id: runId, state: 'running', kickoff: 'accepted', kickoff_event_id: kickoffEventId, final_status: null });
-    const { bridge } = env.restart(ledger);
+    const { bridge } = env.restart(ledger, { bridgeId: REPLICA });
     await bridge.recover();
     await bridge.idle();
 
@@ -154,7 +172,7 @@ describe.each(SHARED_BACKENDS)('recovery after the bridge process was killed ($n
     ], false);
     await eventually(() => env.hermes.run(runId)?.status === 'completed', 'the run completed in Hermes', 2000);
     const ledger = store.open();
-    const { bridge } = env.restart(ledger);
+    const { bridge } = env.restart(ledger, { bridgeId: REPLICA });
     await bridge.recover();
     await bridge.idle();
     const finals = acceptedFinals(env.herm, sessionId, use.tool_use_id);
@@ -170,7 +188,7 @@ describe.each(SHARED_BACKENDS)('recovery after the bridge process was killed ($n
     const store = await backend.create();
     const { sessionId, use, runId } = await killedMidRun(env, store, held());
     const ledger = store.open();
-    const { bridge } = env.restart(ledger);
+    const { bridge } = env.restart(ledger, { bridgeId: REPLICA });
     await bridge.recover();
     // The new process reads the run's status (still waiting) and follows it; only then is it answered and completes.
     await eventually(() => hermesRunRequests(env.hermes, runId, '').length >= 1, 'the recovered bridge read the run status', 2000);
@@ -203,7 +221,7 @@ describe.each(SHARED_BACKENDS)('recovery after the bridge process was killed ($n
     ]);
     env.hermes.restart();
     const ledger = store.open();
-    const { bridge } = env.restart(ledger);
+    const { bridge } = env.restart(ledger, { bridgeId: REPLICA });
     await bridge.recover();
     await bridge.idle();
 
@@ -222,5 +240,32 @@ describe.each(SHARED_BACKENDS)('recovery after the bridge process was killed ($n
     await bridge.recover();
     await bridge.idle();
     expect(postedResults(env.herm, sessionId)).toHaveLength(2);
+  }, SLOW);
+
+  it('another bridge takes the dead process\'s job over only once its lease has expired, then posts one result', async () => {
+    const env = await startEnv();
+    const store = await backend.create();
+    const leaseMs = 1500;
+    const { sessionId, use, runId } = await killedMidRun(env, store, held(), true, { bridgeId: 'bridge-replica-dead', jobLeaseMs: leaseMs });
+    const ledger = store.open();
+    const killedJob = (await ledger.job(sessionId, use.tool_use_id)) as BridgeJob;
+    expect(killedJob.lease_owner).toBe('bridge-replica-dead');
+    const { bridge } = env.restart(ledger, { bridgeId: 'bridge-replica-2', jobLeaseMs: leaseMs });
+    await bridge.recover();
+    // Until the dead process's lease runs out the job is not touched: no status read, owner unchanged.
+    if (Date.now() < (killedJob.lease_expires_at as number) - 200) {
+      expect(hermesRunRequests(env.hermes, runId, '')).toHaveLength(0);
+      expect((await ledger.job(sessionId, use.tool_use_id))?.lease_owner).toBe('bridge-replica-dead');
+    }
+    await eventually(async () => (await ledger.job(sessionId, use.tool_use_id))?.lease_owner === 'bridge-replica-2', 'the job was taken over', 700);
+    expect(Date.now()).toBeGreaterThanOrEqual(killedJob.lease_expires_at as number);
+    await approve(env, runId);
+    await bridge.idle();
+    const finals = acceptedFinals(env.herm, sessionId, use.tool_use_id);
+    expect(finals).toHaveLength(1);
+    expect(finals[0]).toMatchObject({ status: 'completed', content: [{ type: 'text', text: OUTPUT }] });
+    expect(env.herm.continuations(sessionId, use.tool_use_id)).toBe(1);
+    expect(env.hermes.startCount()).toBe(1);
+    expect(await ledger.unfinishedJobs()).toEqual([]);
   }, SLOW);
 });
