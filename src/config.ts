@@ -109,9 +109,14 @@ export function resolveConfig(options: HermesConnectorOptions): ResolvedConfig {
   };
 }
 
+/** Whether a value has every RunLedger method (any object with them may serve as a ledger). */
+export function isRunLedger(ledger: unknown): ledger is RunLedger {
+  return isPlainObjectLike(ledger) && LEDGER_METHODS.every((method) => typeof (ledger as Record<string, unknown>)[method] === 'function');
+}
+
 function resolveLedger(ledger: unknown): RunLedger | undefined {
   if (ledger === undefined) return undefined;
-  if (!isPlainObjectLike(ledger) || LEDGER_METHODS.some((method) => typeof (ledger as Record<string, unknown>)[method] !== 'function')) {
+  if (!isRunLedger(ledger)) {
     throw new ConnectorConfigError('invalid_ledger', 'options.ledger must be a RunLedger (createMemoryLedger, createSqliteLedger, createPostgresLedger)');
   }
   return ledger as RunLedger;

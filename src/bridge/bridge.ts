@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
-import { ConnectorConfigError } from '../config.js';
+import { ConnectorConfigError, isRunLedger } from '../config.js';
 import { typedId } from '../ids.js';
 import { createMemoryLedger } from '../ledger/memory.js';
 import { TERMINAL_STATUSES } from '../ledger/run-status.js';
@@ -448,6 +448,7 @@ function resolveBridgeOptions(options: HermBridgeOptions) {
   }
   if (typeof options.herm.apiKey !== 'string' || !/^[\x21-\x7e]{1,16384}$/.test(options.herm.apiKey)) throw invalid('`herm.apiKey` must be visible ASCII');
   const route = options.streamRoute ?? DEFAULT_STREAM_ROUTE;
+  if (options.ledger !== undefined && !isRunLedger(options.ledger)) throw invalid('`ledger` must be a RunLedger (createMemoryLedger, createSqliteLedger, createPostgresLedger)');
   const bridgeId = options.bridgeId ?? `bridge_${randomBytes(12).toString('hex')}`;
   if (typeof bridgeId !== 'string' || !/^[\x21-\x7e]{1,128}$/.test(bridgeId)) throw invalid('`bridgeId` must be 1-128 visible ASCII characters');
   const jobLeaseMs = options.jobLeaseMs ?? DEFAULT_JOB_LEASE_MS;
