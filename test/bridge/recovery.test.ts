@@ -8,7 +8,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { BridgeJob } from 'aip-connector-hermes-agent';
+import type { BridgeJob, RunLedger } from 'aip-connector-hermes-agent';
 import type { RunStep } from 'aip-connector-hermes-agent/simulator';
 import { eventually, grantFor, nextId } from '../helpers/harness.js';
 import { SHARED_BACKENDS, type SharedStore } from '../helpers/bridge-ledgers.js';
@@ -102,6 +102,16 @@ async function approve(env: BridgeEnv, runId: string): Promise<void> {
   expect(result.status, JSON.stringify(result.error)).toBe('completed');
 }
 
+/** Exactly one accepted final result, completed with the run's output, from one run; nothing left unfinished. */
+async function expectOneCompletedResult(env: BridgeEnv, ledger: RunLedger, sessionId: string, toolUseId: string): Promise<void> {
+  const finals = acceptedFinals(env.herm, sessionId, toolUseId);
+  expect(finals).toHaveLength(1);
+  expect(finals[0]).toMatchObject({ status: 'completed', content: [{ type: 'text', text: OUTPUT }] });
+  expect(env.herm.continuations(sessionId, toolUseId)).toBe(1);
+  expect(env.hermes.startCount()).toBe(1);
+  expect(await ledger.unfinishedJobs()).toEqual([]);
+}
+
 /** Kills a bridge process right after its kickoff was accepted, with the run still going in Hermes. */
 async function killedMidRun(
   env: BridgeEnv,
@@ -175,12 +185,7 @@ describe.each(SHARED_BACKENDS)('recovery after the bridge process was killed ($n
     const { bridge } = env.restart(ledger, { bridgeId: REPLICA });
     await bridge.recover();
     await bridge.idle();
-    const finals = acceptedFinals(env.herm, sessionId, use.tool_use_id);
-    expect(finals).toHaveLength(1);
-    expect(finals[0]).toMatchObject({ status: 'completed', content: [{ type: 'text', text: OUTPUT }] });
-    expect(env.herm.continuations(sessionId, use.tool_use_id)).toBe(1);
-    expect(env.hermes.startCount()).toBe(1);
-    expect(await ledger.unfinishedJobs()).toEqual([]);
+    await expectOneCompletedResult(env, ledger, sessionId, use.tool_use_id);
   }, SLOW);
 
   it('the run is still going when the new process recovers: it is followed to its end, one completed result', async () => {
@@ -261,11 +266,6 @@ describe.each(SHARED_BACKENDS)('recovery after the bridge process was killed ($n
     expect(Date.now()).toBeGreaterThanOrEqual(killedJob.lease_expires_at as number);
     await approve(env, runId);
     await bridge.idle();
-    const finals = acceptedFinals(env.herm, sessionId, use.tool_use_id);
-    expect(finals).toHaveLength(1);
-    expect(finals[0]).toMatchObject({ status: 'completed', content: [{ type: 'text', text: OUTPUT }] });
-    expect(env.herm.continuations(sessionId, use.tool_use_id)).toBe(1);
-    expect(env.hermes.startCount()).toBe(1);
-    expect(await ledger.unfinishedJobs()).toEqual([]);
+    await expectOneCompletedResult(env, ledger, sessionId, use.tool_use_id);
   }, SLOW);
 });
