@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { ConnectorConfigError, createHermesConnector } from '../index.js';
-import type { HermesConnector, HermesEndpointConfig } from '../index.js';
+import { ConnectorConfigError, createHermesConnector, createPostgresLedger, createSqliteLedger } from '../index.js';
+import type { HermesConnector, HermesEndpointConfig, RunLedger } from '../index.js';
 import { fileErrorText, jsonErrorText } from './args.js';
 import { UsageError } from './errors.js';
 
@@ -16,7 +16,12 @@ export interface LoadedConfig {
   readonly endpoints: LoadedEndpoint[];
   /** `file <path>` or `environment (HERMES_BASE_URL, HERMES_API_KEY)`. */
   readonly source: string;
+  /** A durable run ledger, when configured; otherwise the connector keeps its records in memory for one command. */
+  readonly ledger?: LedgerSpec;
 }
+
+/** Where the run ledger lives. A PostgreSQL URL may hold a password: it is read from the environment and never printed. */
+export type LedgerSpec = { kind: 'sqlite'; path: string } | { kind: 'postgres'; connectionString: string; from: string };
 
 const ENDPOINT_FIELDS = new Set(['id', 'baseUrl', 'apiKeyFile', 'apiKeyEnv', 'tenantId', 'displayName']);
 export const DEFAULT_ENDPOINT_ID = 'default';
@@ -39,7 +44,32 @@ export function loadConfig(configPath: string | undefined, env: NodeJS.ProcessEn
   return {
     source: 'environment (HERMES_BASE_URL, HERMES_API_KEY)',
     endpoints: [{ config: { id: DEFAULT_ENDPOINT_ID, baseUrl, apiKey: checkedKey(apiKey, 'HERMES_API_KEY') }, keySource: 'apiKeyEnv HERMES_API_KEY' }],
+    ...ledgerFromEnvironment(env),
   };
+}
+
+/**
+ * HERMES_LEDGER: `sqlite:<path>` or a `postgres://` / `postgresql://` URL. A config file's own
+ * "ledger" field takes precedence.
+ */
+function ledgerFromEnvironment(env: NodeJS.ProcessEnv): { ledger?: LedgerSpec } {
+  const value = env['HERMES_LEDGER'];
+  if (value === undefined || value === '') return {};
+  if (value.startsWith('sqlite:') && value.length > 'sqlite:'.length) return { ledger: { kind: 'sqlite', path: resolve(value.slice('sqlite:'.length)) } };
+  if (/^postgres(?:ql)?:\/\//.test(value)) return { ledger: { kind: 'postgres', connectionString: value, from: 'environment variable HERMES_LEDGER' } };
+  throw new UsageError('HERMES_LEDGER must be sqlite:<path> or a postgres:// URL');
+}
+
+/** The "ledger" field of a config file: { "sqlite": "<path>" } (relative to the file) or { "postgresEnv": "<VARIABLE>" }. */
+function ledgerFromFile(value: unknown, where: string, folder: string, env: NodeJS.ProcessEnv): LedgerSpec {
+  const shape = `${where}: "ledger" must be { "sqlite": "<path>" } or { "postgresEnv": "<environment variable>" }`;
+  if (!isObject(value) || Object.keys(value).length !== 1) throw new UsageError(shape);
+  if (typeof value['sqlite'] === 'string' && value['sqlite'] !== '') return { kind: 'sqlite', path: resolve(folder, value['sqlite']) };
+  const name = value['postgresEnv'];
+  if (typeof name !== 'string' || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new UsageError(shape);
+  const connectionString = env[name];
+  if (connectionString === undefined || connectionString === '') throw new UsageError(`${where}: environment variable ${name} (its ledger postgresEnv) is not set`);
+  return { kind: 'postgres', connectionString, from: `environment variable ${name}` };
 }
 
 function loadConfigFile(configPath: string, env: NodeJS.ProcessEnv): LoadedConfig {
@@ -59,9 +89,13 @@ function loadConfigFile(configPath: string, env: NodeJS.ProcessEnv): LoadedConfi
   if (!isObject(document) || !Array.isArray(document['endpoints']) || document['endpoints'].length === 0) {
     throw new UsageError(`${where}: expected { "endpoints": [ { "id", "baseUrl", "apiKeyFile" | "apiKeyEnv", ... } ] } with at least one endpoint`);
   }
+  for (const field of Object.keys(document)) {
+    if (field !== 'endpoints' && field !== 'ledger') throw new UsageError(`${where}: unknown field "${printable(field)}"`);
+  }
   const folder = dirname(resolve(configPath));
   const endpoints = document['endpoints'].map((entry: unknown, index: number) => loadEndpoint(entry, `${where}: endpoints[${index}]`, folder, env));
-  return { source: `file ${configPath}`, endpoints };
+  const ledger = document['ledger'] === undefined ? ledgerFromEnvironment(env) : { ledger: ledgerFromFile(document['ledger'], where, folder, env) };
+  return { source: `file ${configPath}`, endpoints, ...ledger };
 }
 
 function loadEndpoint(entry: unknown, where: string, folder: string, env: NodeJS.ProcessEnv): LoadedEndpoint {
@@ -109,14 +143,39 @@ function checkedKey(raw: string, source: string): string {
   return key;
 }
 
-/** The connector for these endpoints; its configuration errors are usage errors (their messages hold no secret). */
+/**
+ * The connector for these endpoints, over the configured ledger if any; its close() closes that
+ * ledger too. Configuration errors are usage errors (their messages hold no secret).
+ */
 export function connectorFor(config: LoadedConfig): HermesConnector {
+  let ledger: RunLedger | undefined;
   try {
-    return createHermesConnector({ endpoints: config.endpoints.map((endpoint) => ({ ...endpoint.config })) });
+    ledger = config.ledger ? openLedger(config.ledger) : undefined;
+    const connector = createHermesConnector({ endpoints: config.endpoints.map((endpoint) => ({ ...endpoint.config })), ...(ledger ? { ledger } : {}) });
+    if (!ledger) return connector;
+    const owned = ledger;
+    return {
+      ...connector,
+      async close() {
+        await connector.close();
+        await owned.close();
+      },
+    };
   } catch (error) {
+    void ledger?.close();
     if (error instanceof ConnectorConfigError) throw new UsageError(`invalid configuration (${config.source}): ${error.message}`);
     throw error;
   }
+}
+
+function openLedger(spec: LedgerSpec): RunLedger {
+  return spec.kind === 'sqlite' ? createSqliteLedger({ path: spec.path }) : createPostgresLedger({ connectionString: spec.connectionString });
+}
+
+/** The ledger as evidence may name it: its kind, and for SQLite its file (never a PostgreSQL URL). */
+export function describeLedger(spec: LedgerSpec | undefined): { kind: 'memory' | 'sqlite' | 'postgres'; location: string } {
+  if (!spec) return { kind: 'memory', location: 'in memory, for this command only' };
+  return spec.kind === 'sqlite' ? { kind: 'sqlite', location: spec.path } : { kind: 'postgres', location: spec.from };
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

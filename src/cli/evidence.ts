@@ -61,7 +61,13 @@ export interface QualificationEvidence {
   duration_ms: number;
   target: { kind: 'simulator' | 'configured'; config_source: string; simulator_profile: 'pin' | 'later' | null; note: string };
   identities: ArtifactIdentities;
-  settings: { step_timeout_ms: number; approval_choice: string; approval_prompt: PromptRecord; harmless_prompt: PromptRecord };
+  settings: {
+    step_timeout_ms: number;
+    approval_choice: string;
+    approval_prompt: PromptRecord;
+    harmless_prompt: PromptRecord;
+    ledger: { kind: 'memory' | 'sqlite' | 'postgres'; location: string };
+  };
   endpoints: EndpointRecord[];
   summary: { endpoints: number; checks: number; passed: number; failed: number };
 }

@@ -14,6 +14,9 @@ Configuration (manifest, invoke, qualify):
                   A relative apiKeyFile is resolved against the config file's folder.
   Without --config, HERMES_BASE_URL and HERMES_API_KEY configure one endpoint with id "default".
   API keys are read only from files or the environment, never from arguments.
+  Run ledger (optional; makes invoke idempotent across invocations): the config file's
+  "ledger": { "sqlite": "<path>" } or { "postgresEnv": "<VARIABLE holding the URL>" },
+  else HERMES_LEDGER=sqlite:<path> or HERMES_LEDGER=postgres://...
 
 Exit codes: 0 success; 1 a failed invocation or qualification; 2 bad arguments or configuration; 130 interrupted.
 

@@ -68,6 +68,7 @@ ${identityTable('identities', [
   ['Approval prompt', promptText(evidence.settings.approval_prompt)],
   ['Harmless prompt', promptText(evidence.settings.harmless_prompt)],
   ['Provider approval choice', evidence.settings.approval_choice],
+  ['Run ledger', `${evidence.settings.ledger.kind} (${evidence.settings.ledger.location})`],
   ['Started', evidence.started_at],
   ['Finished', evidence.finished_at],
 ])}

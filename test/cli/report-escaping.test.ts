@@ -21,7 +21,7 @@ function evidenceWith(text: string): QualificationEvidence {
       connector: { package: 'aip-connector-hermes-agent', version: '0.1.0', git_revision: 'unknown', git_dirty: null },
       host: { node_version: 'v20', platform: 'linux', arch: 'x64' },
     },
-    settings: { step_timeout_ms: 1000, approval_choice: 'once', approval_prompt: { default: true, sha256: '0'.repeat(64), length: 1 }, harmless_prompt: { default: true, sha256: '0'.repeat(64), length: 1 } },
+    settings: { step_timeout_ms: 1000, approval_choice: 'once', approval_prompt: { default: true, sha256: '0'.repeat(64), length: 1 }, harmless_prompt: { default: true, sha256: '0'.repeat(64), length: 1 }, ledger: { kind: 'sqlite', location: text } },
     endpoints: [
       {
         endpoint_id: 'local',

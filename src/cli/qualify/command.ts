@@ -4,7 +4,7 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startHermesSimulator, type HermesSimulator } from '../../simulator/index.js';
 import { HELP_OPTION, integerOption, parseCommand } from '../args.js';
-import { connectorFor, loadConfig } from '../config.js';
+import { connectorFor, describeLedger, loadConfig } from '../config.js';
 import { EXIT, UsageError } from '../errors.js';
 import { EVIDENCE_SCHEMA_ID, writeEvidence, type EndpointRecord, type PromptRecord, type QualificationEvidence } from '../evidence.js';
 import { QUALIFY_HELP } from '../help.js';
@@ -128,6 +128,7 @@ export async function qualifyCommand(args: string[]): Promise<number> {
       approval_choice: APPROVAL_CHOICE,
       approval_prompt: promptRecord(approvalPrompt, values['approval-prompt'] === undefined),
       harmless_prompt: promptRecord(harmlessPrompt, values['harmless-prompt'] === undefined),
+      ledger: describeLedger(config.ledger),
     },
     endpoints,
     summary: { endpoints: endpoints.length, checks: checks.length, passed, failed: checks.length - passed },

@@ -93,8 +93,16 @@ export class EndpointSession {
 
   /** One connector invocation; mutating operations get a fresh idempotency key. */
   invoke(operation: OperationName, input: unknown, extra: Partial<ExecutionContext> = {}): Promise<AipActionResult> {
+    return this.send(this.actionFor(operation, input), extra);
+  }
+
+  actionFor(operation: OperationName, input: unknown): AipAction {
     const action: AipAction = { id: typedId('act_'), capability_id: this.cap(operation), input };
     if (MUTATIONS.has(operation)) action.idempotency_key = this.idempotencyKey();
+    return action;
+  }
+
+  send(action: AipAction, extra: Partial<ExecutionContext> = {}): Promise<AipActionResult> {
     return this.connector.invoke(action, this.context(extra));
   }
 
@@ -117,8 +125,9 @@ export class EndpointSession {
   }
 
   /** run_start; fails the check unless Hermes answers with a run id this qualification has not seen. */
-  async startRun(kind: RunKind, sessionId?: string): Promise<{ runId: string; result: AipActionResult }> {
-    const result = await this.invoke('run_start', { body: this.body(kind, sessionId) });
+  async startRun(kind: RunKind, sessionId?: string): Promise<{ runId: string; result: AipActionResult; action: AipAction }> {
+    const action = this.actionFor('run_start', { body: this.body(kind, sessionId) });
+    const result = await this.send(action);
     const runId = (result.output as { run_id?: unknown } | undefined)?.run_id;
     if (result.status !== 'completed' || typeof runId !== 'string' || runId === '') {
       throw new CheckFailed(`run_start did not return a run id: ${describeResult(result)}`);
@@ -126,7 +135,7 @@ export class EndpointSession {
     if (this.allRunIds.has(runId)) throw new CheckFailed(`run_start returned run id ${runId}, which an earlier start of this qualification already returned`);
     this.allRunIds.add(runId);
     this.runs.set(runId, { id: runId, startedBy: this.checkId, stream: 'unread' });
-    return { runId, result };
+    return { runId, result, action };
   }
 
   /** run_status (by the check's deadline unless given another); fails the check when the status cannot be read. */
