@@ -51,30 +51,63 @@ export class EndpointPools {
   }
 }
 
-/** Sends one request. Resolves with the response for any HTTP status; throws HermesFailure for transport trouble. */
+/**
+ * Sends one request whose body is read as a stream (run_events). Resolves with the response for
+ * any HTTP status; throws HermesFailure for transport trouble and aborts.
+ */
 export async function sendRequest(
   pools: EndpointPools,
   endpoint: ResolvedEndpoint,
   request: ProviderRequest,
   scope: CallScope,
 ): Promise<ProviderResponse> {
+  const pending = pools.dispatcherFor(endpoint).request({
+    origin: endpoint.origin,
+    path: request.path,
+    method: request.method,
+    headers: request.headers,
+    body: request.body ?? null,
+    signal: scope.signal,
+    headersTimeout: request.headersTimeoutMs,
+    bodyTimeout: request.bodyTimeoutMs,
+  });
   try {
-    const response = await pools.dispatcherFor(endpoint).request({
-      origin: endpoint.origin,
-      path: request.path,
-      method: request.method,
-      headers: request.headers,
-      body: request.body ?? null,
-      signal: scope.signal,
-      headersTimeout: request.headersTimeoutMs,
-      bodyTimeout: request.bodyTimeoutMs,
-    });
+    const response = await untilAborted(pending, scope);
     // An abort after the headers surfaces as an 'error' on the body; never let it go unhandled.
     response.body.on('error', ignore);
     return response;
   } catch (error) {
     throw transportFailure(error, scope, endpoint.id, 'request');
   }
+}
+
+/**
+ * The response, or the scope's abort, whichever comes first. undici applies an abort to a
+ * request it has not started yet (one waiting for a pooled connection) only once it starts it;
+ * the call must not wait that long. A response that still comes is released.
+ */
+function untilAborted(pending: Promise<ProviderResponse>, scope: CallScope): Promise<ProviderResponse> {
+  if (scope.aborted) {
+    pending.then((response) => response.body.destroy(), ignore);
+    return Promise.reject(scope.reason);
+  }
+  return new Promise((resolve, reject) => {
+    const onAbort = () => {
+      pending.then((response) => response.body.destroy(), ignore);
+      reject(scope.reason);
+    };
+    scope.signal.once('abort', onAbort);
+    pending.then(
+      (response) => {
+        scope.signal.off('abort', onAbort);
+        resolve(response);
+      },
+      (error: unknown) => {
+        scope.signal.off('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
 }
 
 /** A response read whole into memory by exchange(). */
@@ -103,9 +136,7 @@ export function exchange(
   reading: ResponseReading,
 ): Promise<BufferedResponse> {
   return new Promise((resolve, reject) => {
-    const handler = new BufferingHandler(reading, resolve, (error, statusCode) =>
-      reject(transportFailure(error, scope, endpoint.id, statusCode === undefined ? 'request' : 'body', statusCode)),
-    );
+    const handler = new BufferingHandler(reading, resolve, (error, stage, statusCode) => reject(transportFailure(error, scope, endpoint.id, stage, statusCode)));
     scope.onAbort((reason) => handler.abort(reason));
     const options: Dispatcher.DispatchOptions = {
       origin: endpoint.origin,
@@ -136,9 +167,9 @@ class BufferingHandler implements Dispatcher.DispatchHandler {
   readonly #reading: ResponseReading;
   readonly #resolve: (response: BufferedResponse) => void;
   /** `statusCode` is the response's, when its headers had arrived. */
-  readonly #reject: (error: unknown, statusCode: number | undefined) => void;
+  readonly #reject: (error: unknown, stage: TransportStage, statusCode?: number) => void;
   #controller: Dispatcher.DispatchController | undefined;
-  /** An abort that came before undici handed over its controller. */
+  /** An abort that came before undici started the request (it waits for a connection): applied when it starts. */
   #pendingAbort: Error | undefined;
   #response: BufferedResponse | undefined;
   #limit = 0;
@@ -146,15 +177,23 @@ class BufferingHandler implements Dispatcher.DispatchHandler {
   #size = 0;
   #settled = false;
 
-  constructor(reading: ResponseReading, resolve: (response: BufferedResponse) => void, reject: (error: unknown, statusCode: number | undefined) => void) {
+  constructor(reading: ResponseReading, resolve: (response: BufferedResponse) => void, reject: (error: unknown, stage: TransportStage, statusCode?: number) => void) {
     this.#reading = reading;
     this.#resolve = resolve;
     this.#reject = reject;
   }
 
   abort(reason: Error): void {
-    if (this.#controller) this.#controller.abort(reason);
-    else this.#pendingAbort = reason;
+    if (this.#controller) {
+      this.#controller.abort(reason);
+      return;
+    }
+    // Queued behind other requests or still connecting: the call ends now, and undici will find
+    // the request aborted when it starts it, before writing a byte.
+    this.#pendingAbort = reason;
+    if (this.#settled) return;
+    this.#settled = true;
+    this.#reject(reason, 'unsent');
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
@@ -183,7 +222,7 @@ class BufferingHandler implements Dispatcher.DispatchHandler {
     this.#settled = true;
     const response = this.#response;
     if (!response) {
-      this.#reject(new Error('the response ended before its headers'), undefined);
+      this.#reject(new Error('the response ended before its headers'), 'request');
       return;
     }
     const chunks = this.#chunks;
@@ -194,7 +233,7 @@ class BufferingHandler implements Dispatcher.DispatchHandler {
   onResponseError(_controller: Dispatcher.DispatchController | undefined, error: Error): void {
     if (this.#settled) return;
     this.#settled = true;
-    this.#reject(error, this.#response?.statusCode);
+    this.#reject(error, this.#response ? 'body' : 'request', this.#response?.statusCode);
   }
 
   /** Settles with what is known (no body) and closes the connection rather than read a body we will not use. */
@@ -207,14 +246,20 @@ class BufferingHandler implements Dispatcher.DispatchHandler {
 }
 
 /**
- * The failure for a thrown transport error or abort. `stage` says whether the response
- * headers had already arrived, which decides what the provider may have done; their status,
- * when known, is reported as `details.remote_status`.
+ * How far a request got when it failed: `unsent` (undici had not started it: certainly nothing
+ * sent), `request` (started, no response headers yet) or `body` (headers arrived).
  */
-export function transportFailure(error: unknown, scope: CallScope, endpointId: string, stage: 'request' | 'body', remoteStatus?: number): HermesFailure {
+export type TransportStage = 'unsent' | 'request' | 'body';
+
+/**
+ * The failure for a thrown transport error or abort. `stage` decides what the provider may have
+ * done; the response status, when known, is reported as `details.remote_status`.
+ */
+export function transportFailure(error: unknown, scope: CallScope, endpointId: string, stage: TransportStage, remoteStatus?: number): HermesFailure {
   if (error instanceof HermesFailure) return error;
   const code = transportErrorCode(error);
-  const effect: ProviderEffect = stage === 'request' && code !== undefined && NOT_SENT_CODES.has(code) ? 'none' : 'maybe';
+  const notSent = stage === 'unsent' || (stage === 'request' && code !== undefined && NOT_SENT_CODES.has(code));
+  const effect: ProviderEffect = notSent ? 'none' : 'maybe';
   const where = `Hermes endpoint \`${endpointId}\``;
   switch (scope.cause) {
     case 'cancelled':

@@ -12,6 +12,7 @@
  * undecodable bytes and wrong content types are `invalid_response`; a passing deadline is
  * `deadline_exceeded`; a 3xx is `remote_rejected` and never followed.
  */
+import { Agent } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { createMemoryLedger, type AipStreamChunk, type RunLedger } from 'aip-connector-hermes-agent';
 import {
@@ -161,6 +162,31 @@ describe('headers never sent', () => {
     expect(server.requests).toHaveLength(1);
     expect(await server.requestConnectionClosed(0)).toEqual({ byClient: true });
   });
+});
+
+describe('a request still waiting for a connection', () => {
+  it.each([...MUTATIONS, 'run_events' as const])(
+    '%s queued behind a stuck request on a one-connection dispatcher: its deadline ends it at once, certainly unsent, and it is never sent later',
+    async (operation) => {
+      const agent = new Agent({ connections: 1 });
+      try {
+        const { connector, server } = await rig(neverRespond, { dispatcher: agent });
+        let stuckSettled = false;
+        const stuck = invokeValid(connector, 'run_status', { context: { deadline: soon(1500) } }).finally(() => (stuckSettled = true));
+        await waitFor(() => server.requests.length === 1);
+        const queued = await invokeValid(connector, operation, { context: { deadline: soon(200) } });
+        // Ended by its own deadline while the first call still held the only connection.
+        expect(stuckSettled).toBe(false);
+        expectError(queued, { code: 'deadline_exceeded', category: 'temporary', retryable: false, uncertain: false });
+        await stuck;
+        // The connection is free again: the aborted request must not go out now.
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        expect(server.requests).toHaveLength(1);
+      } finally {
+        await agent.destroy();
+      }
+    },
+  );
 });
 
 describe('an SSE line that never ends', () => {
