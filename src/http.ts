@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { Pool, type Dispatcher } from 'undici';
 import type { CallScope } from './call-scope.js';
+import type { BufferedResponse, ResponseReading } from './http-exchange.js';
 import type { ResolvedEndpoint } from './config.js';
 import { HermesFailure, failureFromHttpStatus, parseRetryAfter, providerCodeOf, type ProviderEffect } from './failures.js';
 
@@ -108,141 +109,6 @@ function untilAborted(pending: Promise<ProviderResponse>, scope: CallScope): Pro
       },
     );
   });
-}
-
-/** A response read whole into memory by exchange(). */
-export interface BufferedResponse {
-  statusCode: number;
-  headers: IncomingHttpHeaders;
-  /** The body; undefined when it was not read: refused by the body limit (0), or larger than it. */
-  body: Buffer | undefined;
-}
-
-/**
- * Sends one request and reads its whole answer into memory, for the JSON operations.
- * `reading.bodyLimit` decides from the status and headers how many body bytes to accept: a
- * body it refuses (0) or that grows past the limit is not read on, and its connection is closed.
- * Resolves for any HTTP status; throws HermesFailure for transport trouble and aborts.
- *
- * This is undici's dispatch() with a handler of our own rather than request(): no response
- * stream, async resource or abort listener per call, which on a loopback request is a large
- * share of the client's work (bench/).
- */
-export function exchange(
-  pools: EndpointPools,
-  endpoint: ResolvedEndpoint,
-  request: ProviderRequest,
-  scope: CallScope,
-  reading: ResponseReading,
-): Promise<BufferedResponse> {
-  return new Promise((resolve, reject) => {
-    const handler = new BufferingHandler(reading, resolve, (error, stage, statusCode) => reject(transportFailure(error, scope, endpoint.id, stage, statusCode)));
-    scope.onAbort((reason) => handler.abort(reason));
-    const options: Dispatcher.DispatchOptions = {
-      origin: endpoint.origin,
-      path: request.path,
-      method: request.method,
-      headers: request.headers,
-      body: request.body ?? null,
-      headersTimeout: request.headersTimeoutMs,
-      bodyTimeout: request.bodyTimeoutMs,
-    };
-    try {
-      pools.dispatcherFor(endpoint).dispatch(options, handler);
-    } catch (error) {
-      // undici reports through the handler; an injected dispatcher might throw instead.
-      handler.onResponseError(undefined, error as Error);
-    }
-  });
-}
-
-export interface ResponseReading {
-  /** How many body bytes to read for this status and these headers; 0 reads none. */
-  bodyLimit(statusCode: number, headers: IncomingHttpHeaders): number;
-  /** Called once the final status is known, before the body is read. */
-  onStatus(statusCode: number): void;
-}
-
-class BufferingHandler implements Dispatcher.DispatchHandler {
-  readonly #reading: ResponseReading;
-  readonly #resolve: (response: BufferedResponse) => void;
-  /** `statusCode` is the response's, when its headers had arrived. */
-  readonly #reject: (error: unknown, stage: TransportStage, statusCode?: number) => void;
-  #controller: Dispatcher.DispatchController | undefined;
-  /** An abort that came before undici started the request (it waits for a connection): applied when it starts. */
-  #pendingAbort: Error | undefined;
-  #response: BufferedResponse | undefined;
-  #limit = 0;
-  #chunks: Buffer[] = [];
-  #size = 0;
-  #settled = false;
-
-  constructor(reading: ResponseReading, resolve: (response: BufferedResponse) => void, reject: (error: unknown, stage: TransportStage, statusCode?: number) => void) {
-    this.#reading = reading;
-    this.#resolve = resolve;
-    this.#reject = reject;
-  }
-
-  abort(reason: Error): void {
-    if (this.#controller) {
-      this.#controller.abort(reason);
-      return;
-    }
-    // Queued behind other requests or still connecting: the call ends now, and undici will find
-    // the request aborted when it starts it, before writing a byte.
-    this.#pendingAbort = reason;
-    if (this.#settled) return;
-    this.#settled = true;
-    this.#reject(reason, 'unsent');
-  }
-
-  onRequestStart(controller: Dispatcher.DispatchController): void {
-    this.#controller = controller;
-    if (this.#pendingAbort) controller.abort(this.#pendingAbort);
-  }
-
-  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
-    if (statusCode < 200) return; // informational: the final response follows
-    this.#response = { statusCode, headers, body: undefined };
-    this.#reading.onStatus(statusCode);
-    this.#limit = this.#reading.bodyLimit(statusCode, headers);
-    const declared = Number(headers['content-length']);
-    if (this.#limit === 0 || declared > this.#limit) this.#stopReading(controller);
-  }
-
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    if (this.#settled) return;
-    this.#size += chunk.length;
-    if (this.#size > this.#limit) this.#stopReading(controller);
-    else this.#chunks.push(chunk);
-  }
-
-  onResponseEnd(): void {
-    if (this.#settled) return;
-    this.#settled = true;
-    const response = this.#response;
-    if (!response) {
-      this.#reject(new Error('the response ended before its headers'), 'request');
-      return;
-    }
-    const chunks = this.#chunks;
-    response.body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, this.#size);
-    this.#resolve(response);
-  }
-
-  onResponseError(_controller: Dispatcher.DispatchController | undefined, error: Error): void {
-    if (this.#settled) return;
-    this.#settled = true;
-    this.#reject(error, this.#response ? 'body' : 'request', this.#response?.statusCode);
-  }
-
-  /** Settles with what is known (no body) and closes the connection rather than read a body we will not use. */
-  #stopReading(controller: Dispatcher.DispatchController): void {
-    this.#settled = true;
-    this.#chunks = [];
-    this.#resolve(this.#response as BufferedResponse);
-    controller.abort(new Error('response body not wanted'));
-  }
 }
 
 /**
@@ -361,15 +227,6 @@ async function readBoundedBytes(response: ProviderResponse, limit: number): Prom
     chunks.push(chunk);
   }
   return Buffer.concat(chunks, size);
-}
-
-/** Consumes what is left of a body we do not need, so its connection is released. */
-export async function discardBody(response: ProviderResponse): Promise<void> {
-  try {
-    await response.body.dump({ limit: ERROR_BODY_LIMIT });
-  } catch {
-    response.body.destroy();
-  }
 }
 
 function isJsonContentType(value: string | string[] | undefined): boolean {

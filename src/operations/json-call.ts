@@ -1,7 +1,8 @@
 import { CallScope } from '../call-scope.js';
 import { HermesFailure } from '../failures.js';
 import { buildHeaders } from '../headers.js';
-import { exchange, failureFromAnswer, isSuccess, jsonBodyOf, jsonReading } from '../http.js';
+import { exchange } from '../http-exchange.js';
+import { failureFromAnswer, isSuccess, jsonBodyOf, jsonReading } from '../http.js';
 import type { OperationCall, OperationOutcome } from './operation.js';
 
 export interface JsonRequest {
