@@ -3,7 +3,18 @@ import { HermesFailure } from './failures.js';
 import type { HermesSseEvent } from './types.js';
 import { StrictUtf8Decoder } from './utf8.js';
 
-export type SseItem = { kind: 'event'; event: HermesSseEvent } | { kind: 'done' };
+/** The `[DONE]` marker among a push's items; every other item is an event as decoded (no wrapper per event). */
+const SSE_DONE: SseDone = Object.freeze({ kind: 'done' });
+
+export interface SseDone {
+  readonly kind: 'done';
+}
+
+export type SseItem = HermesSseEvent | SseDone;
+
+export function isSseDone(item: SseItem): item is SseDone {
+  return item === SSE_DONE;
+}
 
 export interface SseDecoderLimits {
   maxFrameBytes: number;
@@ -120,7 +131,7 @@ export class SseDecoder {
   #onMessage(message: EventSourceMessage): void {
     if (this.#failure) return;
     if (message.data.trim() === '[DONE]') {
-      this.#items.push({ kind: 'done' });
+      this.#items.push(SSE_DONE);
       return;
     }
     let data: unknown;
@@ -142,7 +153,7 @@ export class SseDecoder {
     }
     const event: HermesSseEvent = { event: name, data: record };
     if (message.id !== undefined) event.id = message.id;
-    this.#items.push({ kind: 'event', event });
+    this.#items.push(event);
   }
 
   #invalid(what: string): HermesFailure {

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { HermesFailure } from '../src/failures.js';
-import { SseDecoder, type SseDecoderLimits, type SseItem } from '../src/sse.js';
+import { SseDecoder, isSseDone, type SseDecoderLimits, type SseItem } from '../src/sse.js';
 import { captureSseBody, captureSseChunks, caught } from './helpers/fixtures.js';
 
 const ROOMY: SseDecoderLimits = { maxFrameBytes: 1 << 20, maxStreamBytes: 1 << 24 };
@@ -52,7 +52,7 @@ function expectInvalid(fn: () => unknown): HermesFailure {
 }
 
 function event(name: string, data: Record<string, unknown>, id?: string): SseItem {
-  return { kind: 'event', event: id === undefined ? { event: name, data } : { event: name, data, id } };
+  return id === undefined ? { event: name, data } : { event: name, data, id };
 }
 
 const RUN_02 = 'run_d1d361d6646c4f4db2bf950d124a8fc4';
@@ -153,7 +153,7 @@ describe('frames and fields', () => {
     const items = decodeWhole(bytes('data: {"event": "message.delta", "delta": "hi"}\n\n'));
     expect(items).toStrictEqual([event('message.delta', { event: 'message.delta', delta: 'hi' })]);
     const first = items[0];
-    expect(first?.kind === 'event' && 'id' in first.event).toBe(false);
+    expect(first !== undefined && !isSseDone(first) && 'id' in first).toBe(false);
   });
 
   it('lets an event: line take precedence over the data event field', () => {
@@ -463,11 +463,11 @@ describe('chunking never changes the result', () => {
           try {
             for (const chunk of splitAt(buffer, cuts)) {
               for (const item of d.push(chunk)) {
-                if (item.kind === 'event') {
-                  expect(typeof item.event.event).toBe('string');
-                  expect(item.event.event).not.toBe('');
-                  expect(item.event.data).toBeTypeOf('object');
-                  expect(Array.isArray(item.event.data)).toBe(false);
+                if (!isSseDone(item)) {
+                  expect(typeof item.event).toBe('string');
+                  expect(item.event).not.toBe('');
+                  expect(item.data).toBeTypeOf('object');
+                  expect(Array.isArray(item.data)).toBe(false);
                 }
               }
             }

@@ -1,4 +1,4 @@
-import { SseDecoder } from '../sse.js';
+import { SseDecoder, isSseDone } from '../sse.js';
 import type { HermClient } from './herm-client.js';
 
 export interface SessionStreamOptions {
@@ -27,7 +27,7 @@ export async function subscribeToSession({ client, origin, path, signal, onEvent
   const decoder = new SseDecoder({ maxFrameBytes: MiB, maxStreamBytes: Number.MAX_SAFE_INTEGER }, 'herm');
   try {
     for await (const chunk of response.body as AsyncIterable<Buffer>) {
-      for (const item of decoder.push(chunk)) if (item.kind === 'event') await onEvent(item.event.data);
+      for (const item of decoder.push(chunk)) if (!isSseDone(item)) await onEvent(item.data);
     }
   } catch (error) {
     if (!signal.aborted) throw error;

@@ -4,7 +4,7 @@ import { ERROR_CODE_PREFIX } from '../package-info.js';
 import { buildHeaders } from '../headers.js';
 import { failureFromResponse, isEventStreamContentType, isSuccess, sendRequest, transportErrorCode, transportFailure, type ProviderResponse } from '../http.js';
 import { schemaCatalog } from '../schemas.js';
-import { SseDecoder } from '../sse.js';
+import { SseDecoder, isSseDone } from '../sse.js';
 import type { HermesSseEvent, RunEventsOutput } from '../types.js';
 import { checkRunId, runPath, type Operation, type OperationCall, type OperationOutcome } from './operation.js';
 import { runStatus } from './run-status.js';
@@ -73,10 +73,10 @@ async function readStream(call: OperationCall<RunEventsInput>, response: Provide
       for (const item of decoder.push(chunk)) {
         // One network read can carry many frames: an abort (say, from onChunk) stops between them.
         if (scope.aborted) throw scope.reason;
-        if (item.kind === 'done') return { kind: 'closed' };
-        const terminal = TERMINAL_EVENTS.has(item.event.event);
-        record(output, item.event, text);
-        const published = call.publisher.publishEvent(item.event, terminal);
+        if (isSseDone(item)) return { kind: 'closed' };
+        const terminal = TERMINAL_EVENTS.has(item.event);
+        record(output, item, text);
+        const published = call.publisher.publishEvent(item, terminal);
         if (published) await published;
         if (terminal) return { kind: 'terminal' };
         if (output.events.length >= maxEvents) return { kind: 'truncated' };
