@@ -8,12 +8,12 @@ import {
   createHermesConnector,
   type AipActionResult,
   type AipStreamChunk,
-  type ApprovalGrant,
   type ExecutionContext,
   type HermesConnector,
   type HermesConnectorOptions,
 } from 'aip-connector-hermes-agent';
 import { startFaultServer, type FaultHandler, type FaultServer } from '../helpers/fault-server.js';
+import { grantFor, nextId } from '../helpers/harness.js';
 import { assertMatches } from '../helpers/schema-check.js';
 
 export const PREFIX = 'connector.hermes_agent.';
@@ -25,8 +25,7 @@ export const MUTATIONS: readonly Operation[] = ['run_start', 'run_approval', 'ru
 
 export const cap = (operation: string, endpoint = ENDPOINT) => `cap:hermes_agent:${endpoint}:${operation}`;
 
-let counter = 0;
-export const nextId = (prefix = 'act') => `${prefix}_${process.pid}_${++counter}`;
+export { grantFor, nextId };
 
 export interface Rig {
   server: FaultServer;
@@ -68,16 +67,6 @@ export function rigFactory(): { rig(handler?: FaultHandler, extras?: ConnectorEx
   };
 }
 
-/** A valid AIP approval grant for exactly this input. */
-export function grantFor(input: unknown, now = Date.now()): ApprovalGrant {
-  return {
-    approvalId: nextId('appr'),
-    decision: 'approved',
-    grantedAt: now - 1000,
-    expiresAt: now + 10 * 60_000,
-    evidence: { reason: 'reviewed by the on-call operator', inputSnapshot: structuredClone(input), policyDecision: { policy: 'test', outcome: 'allow' } },
-  };
-}
 
 /** A valid input for each operation. */
 export function validInput(operation: Operation, runId = `run_${'a'.repeat(32)}`): Record<string, unknown> {
