@@ -4,7 +4,7 @@
  * still posted when the run ends (Herm appends it as a new event, starting one turn).
  */
 import { describe, expect, it } from 'vitest';
-import { acceptedFinals, acceptedRunning, bridgeEnvFactory, callTool, newSessionId, postedResults, postsOf, scripts } from '../helpers/bridge-env.js';
+import { acceptedFinals, acceptedRunning, bridgeEnvFactory, callTool, newSessionId, oneFailedFinal, postedResults, postsOf, scripts } from '../helpers/bridge-env.js';
 
 const startEnv = bridgeEnvFactory();
 const OUTPUT = 'Render completed; nobody was waiting, but here it is.';
@@ -55,10 +55,7 @@ describe('410 response_expired on the kickoff', () => {
     const job = await bridge.handleEvent(sessionId, use);
     await bridge.idle();
     expect(postsOf(herm, sessionId, use.tool_use_id, 'running')).toHaveLength(1);
-    const finals = acceptedFinals(herm, sessionId, use.tool_use_id);
-    expect(finals).toHaveLength(1);
-    expect(finals[0]).toMatchObject({ status: 'failed', is_error: true });
-    expect(JSON.stringify(finals[0]?.content)).toContain(job?.run_id as string);
+    expect(oneFailedFinal(herm, sessionId, use.tool_use_id)).toContain(job?.run_id as string);
     expect(herm.continuations(sessionId, use.tool_use_id)).toBe(1);
     expect(await ledger.job(sessionId, use.tool_use_id)).toMatchObject({ kickoff: 'expired', state: 'done', final_status: 'failed' });
   });

@@ -4,7 +4,7 @@
  * outcome (5xx) it says so, and never starts the run again, not even on a redelivery.
  */
 import { describe, expect, it } from 'vitest';
-import { acceptedFinals, bridgeEnvFactory, callTool, hermesStarts, newSessionId, postedResults, scripts, textOf } from '../helpers/bridge-env.js';
+import { acceptedFinals, bridgeEnvFactory, callTool, hermesStarts, newSessionId, oneFailedFinal, postedResults, scripts, textOf } from '../helpers/bridge-env.js';
 
 const startEnv = bridgeEnvFactory();
 
@@ -42,10 +42,7 @@ describe('a Hermes start that fails', () => {
     await bridge.idle();
 
     expect(hermesStarts(hermes)).toHaveLength(1);
-    const finals = acceptedFinals(herm, sessionId, use.tool_use_id);
-    expect(finals).toHaveLength(1);
-    expect(finals[0]).toMatchObject({ status: 'failed', is_error: true });
-    const text = textOf(finals[0] as Record<string, unknown>);
+    const text = oneFailedFinal(herm, sessionId, use.tool_use_id);
     expect(text).toContain('unknown');
     expect(text).toContain('connector.hermes_agent.remote_temporary');
     expect(postedResults(herm, sessionId).map((posted) => posted.status)).toEqual(['failed']);

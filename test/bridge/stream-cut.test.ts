@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import type { RunStep } from 'aip-connector-hermes-agent/simulator';
 import { grantFor, nextId } from '../helpers/harness.js';
-import { acceptedFinals, bridgeEnvFactory, callTool, hermesRunRequests, newSessionId, postedResults, textOf } from '../helpers/bridge-env.js';
+import { acceptedFinals, bridgeEnvFactory, callTool, hermesRunRequests, newSessionId, oneFailedFinal, postedResults, textOf } from '../helpers/bridge-env.js';
 import type { HermApprovalRequest } from 'aip-connector-hermes-agent';
 
 const startEnv = bridgeEnvFactory();
@@ -99,10 +99,7 @@ describe('a run that does not complete', () => {
     expect(hermesRunRequests(hermes, runId, '/stop')).toHaveLength(1);
     expect(hermes.run(runId)?.status).toBe('cancelled');
     expect(postedResults(herm, sessionId).map((posted) => posted.status)).toEqual(['running', 'failed']);
-    const finals = acceptedFinals(herm, sessionId, use.tool_use_id);
-    expect(finals).toHaveLength(1);
-    expect(finals[0]).toMatchObject({ status: 'failed', is_error: true });
-    const text = textOf(finals[0] as Record<string, unknown>);
+    const text = oneFailedFinal(herm, sessionId, use.tool_use_id);
     expect(text).toContain(runId);
     expect(text).toContain('cancelled');
     expect(text).not.toContain('never');

@@ -4,7 +4,7 @@
  * simulator received, never the bridge's internals.
  */
 import { randomBytes } from 'node:crypto';
-import { afterEach } from 'vitest';
+import { afterEach, expect } from 'vitest';
 import {
   createHermBridge,
   createHermesConnector,
@@ -190,6 +190,14 @@ export const acceptedFinals = (herm: HermSimulator, sessionId: string, toolUseId
 
 export const acceptedRunning = (herm: HermSimulator, sessionId: string, toolUseId: string) =>
   acceptedFor(herm, sessionId, toolUseId).filter((event) => event.status === 'running');
+
+/** Exactly one final result accepted for the tool call, and it is a failure (`is_error`); returns its text. */
+export function oneFailedFinal(herm: HermSimulator, sessionId: string, toolUseId: string): string {
+  const finals = acceptedFinals(herm, sessionId, toolUseId);
+  expect(finals).toHaveLength(1);
+  expect(finals[0]).toMatchObject({ status: 'failed', is_error: true });
+  return textOf(finals[0] as Record<string, unknown>);
+}
 
 /** The text of a tool result: its text blocks joined. */
 export function textOf(event: Record<string, unknown>): string {
