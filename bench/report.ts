@@ -8,7 +8,7 @@ import { createRequire } from 'node:module';
 import * as os from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Summary } from './stats.js';
+import { pairedRatios, summarize, type Summary } from './stats.js';
 
 export interface Target {
   op: '>=' | '<=';
@@ -30,6 +30,31 @@ export interface Figure {
   target?: Target;
   holds?: boolean;
   note?: string;
+}
+
+/** The ratio label of a CPU comparison. */
+export const CPU_RATIO_LABEL = 'connector / bare (user + system CPU of the client process)';
+
+/**
+ * A figure comparing the connector with the bare baseline: a summary of each side's per-round
+ * values and of their ratio round by round (`ratioLabel` defaults to "connector / bare").
+ */
+export function pairedFigure(
+  figure: Pick<Figure, 'id' | 'label' | 'unit'> & { ratioLabel?: string; target?: Target },
+  bare: readonly number[],
+  connector: readonly number[],
+): Figure {
+  const paired: Figure = {
+    id: figure.id,
+    label: figure.label,
+    unit: figure.unit,
+    bare: summarize(bare),
+    connector: summarize(connector),
+    ratio: summarize(pairedRatios(connector, bare)),
+    ratioLabel: figure.ratioLabel ?? 'connector / bare',
+  };
+  if (figure.target) paired.target = figure.target;
+  return paired;
 }
 
 export interface SectionResult {

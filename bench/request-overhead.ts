@@ -8,9 +8,9 @@ import type { Pool } from 'undici';
 import type { HermesConnector } from 'aip-connector-hermes-agent';
 import { bareStatus, capabilityId, newBarePool, newConnector } from './clients.js';
 import { fullGc } from './heap.js';
-import type { BenchSettings, Figure, Log, SectionResult } from './report.js';
+import { CPU_RATIO_LABEL, pairedFigure, type BenchSettings, type Figure, type Log, type SectionResult } from './report.js';
 import { STATUS_RUN_ID, type BenchServer } from './servers.js';
-import { interleave, mean, pairedRatios, quantile, summarize } from './stats.js';
+import { interleave, mean, quantile } from './stats.js';
 
 export const CONCURRENCY = 64;
 /** Calls per side, sequential and concurrent, before any measured or warm-up round. */
@@ -142,62 +142,12 @@ export async function benchRequestOverhead(server: BenchServer, settings: BenchS
     const seq = (side: 'bare' | 'connector', key: keyof SequentialRound) => sequential.rounds[side].map((round) => round[key]);
     const con = (side: 'bare' | 'connector', key: keyof ConcurrentRound) => concurrent.rounds[side].map((round) => round[key]);
     const figures: Figure[] = [
-      {
-        id: 'request.sequential_p50',
-        label: 'run_status p50 latency, sequential',
-        unit: 'us',
-        bare: summarize(seq('bare', 'p50_us')),
-        connector: summarize(seq('connector', 'p50_us')),
-        ratio: summarize(pairedRatios(seq('connector', 'p50_us'), seq('bare', 'p50_us'))),
-        ratioLabel: 'connector / bare',
-        target: { op: '<=', value: 1.15, judgedOn: 'median' },
-      },
-      {
-        id: 'request.sequential_p99',
-        label: 'run_status p99 latency, sequential',
-        unit: 'us',
-        bare: summarize(seq('bare', 'p99_us')),
-        connector: summarize(seq('connector', 'p99_us')),
-        ratio: summarize(pairedRatios(seq('connector', 'p99_us'), seq('bare', 'p99_us'))),
-        ratioLabel: 'connector / bare',
-      },
-      {
-        id: 'request.sequential_cpu',
-        label: 'run_status client CPU per request, sequential',
-        unit: 'us',
-        bare: summarize(seq('bare', 'cpu_us_per_request')),
-        connector: summarize(seq('connector', 'cpu_us_per_request')),
-        ratio: summarize(pairedRatios(seq('connector', 'cpu_us_per_request'), seq('bare', 'cpu_us_per_request'))),
-        ratioLabel: 'connector / bare (user + system CPU of the client process)',
-      },
-      {
-        id: 'request.concurrent_throughput',
-        label: `run_status throughput, concurrency ${CONCURRENCY}`,
-        unit: 'req/s',
-        bare: summarize(con('bare', 'req_per_s')),
-        connector: summarize(con('connector', 'req_per_s')),
-        ratio: summarize(pairedRatios(con('connector', 'req_per_s'), con('bare', 'req_per_s'))),
-        ratioLabel: 'connector / bare',
-        target: { op: '>=', value: 0.9, judgedOn: 'median' },
-      },
-      {
-        id: 'request.concurrent_p50',
-        label: `run_status p50 latency, concurrency ${CONCURRENCY}`,
-        unit: 'us',
-        bare: summarize(con('bare', 'p50_us')),
-        connector: summarize(con('connector', 'p50_us')),
-        ratio: summarize(pairedRatios(con('connector', 'p50_us'), con('bare', 'p50_us'))),
-        ratioLabel: 'connector / bare',
-      },
-      {
-        id: 'request.concurrent_cpu',
-        label: `run_status client CPU per request, concurrency ${CONCURRENCY}`,
-        unit: 'us',
-        bare: summarize(con('bare', 'cpu_us_per_request')),
-        connector: summarize(con('connector', 'cpu_us_per_request')),
-        ratio: summarize(pairedRatios(con('connector', 'cpu_us_per_request'), con('bare', 'cpu_us_per_request'))),
-        ratioLabel: 'connector / bare (user + system CPU of the client process)',
-      },
+      pairedFigure({ id: 'request.sequential_p50', label: 'run_status p50 latency, sequential', unit: 'us', target: { op: '<=', value: 1.15, judgedOn: 'median' } }, seq('bare', 'p50_us'), seq('connector', 'p50_us')),
+      pairedFigure({ id: 'request.sequential_p99', label: 'run_status p99 latency, sequential', unit: 'us' }, seq('bare', 'p99_us'), seq('connector', 'p99_us')),
+      pairedFigure({ id: 'request.sequential_cpu', label: 'run_status client CPU per request, sequential', unit: 'us', ratioLabel: CPU_RATIO_LABEL }, seq('bare', 'cpu_us_per_request'), seq('connector', 'cpu_us_per_request')),
+      pairedFigure({ id: 'request.concurrent_throughput', label: `run_status throughput, concurrency ${CONCURRENCY}`, unit: 'req/s', target: { op: '>=', value: 0.9, judgedOn: 'median' } }, con('bare', 'req_per_s'), con('connector', 'req_per_s')),
+      pairedFigure({ id: 'request.concurrent_p50', label: `run_status p50 latency, concurrency ${CONCURRENCY}`, unit: 'us' }, con('bare', 'p50_us'), con('connector', 'p50_us')),
+      pairedFigure({ id: 'request.concurrent_cpu', label: `run_status client CPU per request, concurrency ${CONCURRENCY}`, unit: 'us', ratioLabel: CPU_RATIO_LABEL }, con('bare', 'cpu_us_per_request'), con('connector', 'cpu_us_per_request')),
     ];
     return {
       id: 'request_overhead',

@@ -10,9 +10,9 @@ import type { AipActionResult, AipStreamChunk, HermesConnector, RunEventsOutput 
 import type { Pool } from 'undici';
 import { bareStream, capabilityId, newBarePool, newConnector, type BareStreamResult } from './clients.js';
 import { fullGc } from './heap.js';
-import type { BenchSettings, Figure, Log, SectionResult } from './report.js';
+import { CPU_RATIO_LABEL, pairedFigure, type BenchSettings, type Figure, type Log, type SectionResult } from './report.js';
 import { expectedText, streamRunId, type BenchServer } from './servers.js';
-import { interleave, pairedRatios, summarize } from './stats.js';
+import { interleave } from './stats.js';
 
 export const STREAM_EVENTS = 100_000;
 
@@ -97,44 +97,10 @@ export async function benchStreamThroughput(server: BenchServer, settings: Bench
     const rate = (side: keyof typeof rounds) => rounds[side].map((round) => round.events_per_s);
     const cpu = (side: keyof typeof rounds) => rounds[side].map((round) => round.cpu_us_per_event);
     const figures: Figure[] = [
-      {
-        id: 'stream.events_per_s',
-        label: `run_events ${STREAM_EVENTS} events, events/s`,
-        unit: 'events/s',
-        bare: summarize(rate('bare')),
-        connector: summarize(rate('connector')),
-        ratio: summarize(pairedRatios(rate('connector'), rate('bare'))),
-        ratioLabel: 'connector / bare',
-        target: { op: '>=', value: 0.8, judgedOn: 'median' },
-      },
-      {
-        id: 'stream.events_per_s_onchunk',
-        label: `run_events ${STREAM_EVENTS} events + onChunk, events/s`,
-        unit: 'events/s',
-        bare: summarize(rate('bare')),
-        connector: summarize(rate('connector_onchunk')),
-        ratio: summarize(pairedRatios(rate('connector_onchunk'), rate('bare'))),
-        ratioLabel: 'connector / bare',
-        target: { op: '>=', value: 0.7, judgedOn: 'median' },
-      },
-      {
-        id: 'stream.cpu_per_event',
-        label: 'run_events client CPU per event',
-        unit: 'us',
-        bare: summarize(cpu('bare')),
-        connector: summarize(cpu('connector')),
-        ratio: summarize(pairedRatios(cpu('connector'), cpu('bare'))),
-        ratioLabel: 'connector / bare (user + system CPU of the client process)',
-      },
-      {
-        id: 'stream.cpu_per_event_onchunk',
-        label: 'run_events + onChunk client CPU per event',
-        unit: 'us',
-        bare: summarize(cpu('bare')),
-        connector: summarize(cpu('connector_onchunk')),
-        ratio: summarize(pairedRatios(cpu('connector_onchunk'), cpu('bare'))),
-        ratioLabel: 'connector / bare (user + system CPU of the client process)',
-      },
+      pairedFigure({ id: 'stream.events_per_s', label: `run_events ${STREAM_EVENTS} events, events/s`, unit: 'events/s', target: { op: '>=', value: 0.8, judgedOn: 'median' } }, rate('bare'), rate('connector')),
+      pairedFigure({ id: 'stream.events_per_s_onchunk', label: `run_events ${STREAM_EVENTS} events + onChunk, events/s`, unit: 'events/s', target: { op: '>=', value: 0.7, judgedOn: 'median' } }, rate('bare'), rate('connector_onchunk')),
+      pairedFigure({ id: 'stream.cpu_per_event', label: 'run_events client CPU per event', unit: 'us', ratioLabel: CPU_RATIO_LABEL }, cpu('bare'), cpu('connector')),
+      pairedFigure({ id: 'stream.cpu_per_event_onchunk', label: 'run_events + onChunk client CPU per event', unit: 'us', ratioLabel: CPU_RATIO_LABEL }, cpu('bare'), cpu('connector_onchunk')),
     ];
     return {
       id: 'stream_throughput',
