@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { HermesFailure } from '../src/failures.js';
 import { SseDecoder, isSseDone, type SseDecoderLimits, type SseItem } from '../src/sse.js';
 import { captureSseBody, captureSseChunks, caught } from './helpers/fixtures.js';
+import { splitAt } from './helpers/split.js';
 
 const ROOMY: SseDecoderLimits = { maxFrameBytes: 1 << 20, maxStreamBytes: 1 << 24 };
 
@@ -26,18 +27,6 @@ function decodeWhole(buffer: Uint8Array, limits: SseDecoderLimits = ROOMY): SseI
 
 function byteByByte(buffer: Uint8Array): Uint8Array[] {
   return Array.from({ length: buffer.length }, (_, i) => buffer.subarray(i, i + 1));
-}
-
-function splitAt(buffer: Uint8Array, cuts: number[]): Uint8Array[] {
-  const points = [...new Set(cuts.map((c) => c % (buffer.length + 1)))].sort((a, b) => a - b);
-  const chunks: Uint8Array[] = [];
-  let from = 0;
-  for (const point of points) {
-    chunks.push(buffer.subarray(from, point));
-    from = point;
-  }
-  chunks.push(buffer.subarray(from));
-  return chunks;
 }
 
 function expectInvalid(fn: () => unknown): HermesFailure {

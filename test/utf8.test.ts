@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { StrictUtf8Decoder } from '../src/utf8.js';
+import { splitAt } from './helpers/split.js';
 
 const SEED = 20261130;
 
@@ -29,18 +30,6 @@ function ours(chunks: Uint8Array[]): string[] {
   return outcomes((chunk) => decoder.decode(chunk), chunks);
 }
 
-/** Splits `bytes` at the given cut points. */
-function split(bytes: Uint8Array, cuts: number[]): Uint8Array[] {
-  const points = [...new Set(cuts.map((cut) => cut % (bytes.length + 1)))].sort((a, b) => a - b);
-  const chunks: Uint8Array[] = [];
-  let start = 0;
-  for (const point of [...points, bytes.length]) {
-    chunks.push(bytes.subarray(start, point));
-    start = point;
-  }
-  return chunks;
-}
-
 /** Mostly valid UTF-8 (every plane, a BOM now and then) with, sometimes, bytes that break it. */
 const streams = fc
   .tuple(
@@ -52,7 +41,7 @@ const streams = fc
   .map(([text, bom, corruptions, cuts]) => {
     const bytes = Buffer.from(`${bom ? '\ufeff' : ''}${text}`, 'utf8');
     for (const [at, byte] of corruptions) if (bytes.length > 0) bytes[at % bytes.length] = byte;
-    return split(bytes, cuts);
+    return splitAt(bytes, cuts);
   });
 
 describe('StrictUtf8Decoder is TextDecoder("utf-8", { fatal: true }) in stream mode', () => {
