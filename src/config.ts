@@ -119,7 +119,7 @@ function resolveLedger(ledger: unknown): RunLedger | undefined {
   if (!isRunLedger(ledger)) {
     throw new ConnectorConfigError('invalid_ledger', 'options.ledger must be a RunLedger (createMemoryLedger, createSqliteLedger, createPostgresLedger)');
   }
-  return ledger as RunLedger;
+  return ledger;
 }
 
 function resolveLeaseMs(leaseMs: unknown): number {

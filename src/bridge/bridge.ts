@@ -366,7 +366,8 @@ export function createHermBridge(options: HermBridgeOptions): HermBridge {
       for (const job of await ledger.unfinishedJobs()) {
         const claimed = await ledger.claimJob(job.session_id, job.tool_use_id, bridgeId, now(), now() + jobLeaseMs);
         if (claimed) void drive(claimed, recoverJob);
-        else if (job.state !== 'done') {
+        else {
+          // Held by another live bridge (or finished since it was listed: takeOver sees that).
           const waiting = takeOver(job)
             .catch((error: unknown) => logger.error({ session_id: job.session_id, tool_use_id: job.tool_use_id, err: errorName(error) }, 'herm job takeover stopped'))
             .finally(() => takeovers.delete(waiting));
