@@ -25,6 +25,7 @@ export type LedgerSpec = { kind: 'sqlite'; path: string } | { kind: 'postgres'; 
 
 const ENDPOINT_FIELDS = new Set(['id', 'baseUrl', 'apiKeyFile', 'apiKeyEnv', 'tenantId', 'displayName']);
 export const DEFAULT_ENDPOINT_ID = 'default';
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /**
  * The endpoints to use: from `--config FILE` (`{ "endpoints": [{ id, baseUrl, apiKeyFile | apiKeyEnv,
@@ -66,10 +67,15 @@ function ledgerFromFile(value: unknown, where: string, folder: string, env: Node
   if (!isObject(value) || Object.keys(value).length !== 1) throw new UsageError(shape);
   if (typeof value['sqlite'] === 'string' && value['sqlite'] !== '') return { kind: 'sqlite', path: resolve(folder, value['sqlite']) };
   const name = value['postgresEnv'];
-  if (typeof name !== 'string' || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new UsageError(shape);
-  const connectionString = env[name];
-  if (connectionString === undefined || connectionString === '') throw new UsageError(`${where}: environment variable ${name} (its ledger postgresEnv) is not set`);
-  return { kind: 'postgres', connectionString, from: `environment variable ${name}` };
+  if (typeof name !== 'string' || !ENV_NAME.test(name)) throw new UsageError(shape);
+  return { kind: 'postgres', connectionString: variableNamedBy(env, name, where, 'ledger postgresEnv'), from: `environment variable ${name}` };
+}
+
+/** The value of the environment variable a config field names; unset or empty is a usage error naming the field. */
+function variableNamedBy(env: NodeJS.ProcessEnv, name: string, where: string, field: string): string {
+  const value = env[name];
+  if (value === undefined || value === '') throw new UsageError(`${where}: environment variable ${name} (its ${field}) is not set`);
+  return value;
 }
 
 function loadConfigFile(configPath: string, env: NodeJS.ProcessEnv): LoadedConfig {
@@ -127,12 +133,10 @@ function loadEndpoint(entry: unknown, where: string, folder: string, env: NodeJS
     config.apiKey = checkedKey(key, `apiKeyFile ${path}`);
     return { config, keySource: `apiKeyFile ${path}` };
   }
-  if (typeof apiKeyEnv !== 'string' || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(apiKeyEnv)) {
+  if (typeof apiKeyEnv !== 'string' || !ENV_NAME.test(apiKeyEnv)) {
     throw new UsageError(`${named}: "apiKeyEnv" must be an environment variable name`);
   }
-  const value = env[apiKeyEnv];
-  if (value === undefined || value === '') throw new UsageError(`${named}: environment variable ${apiKeyEnv} (its apiKeyEnv) is not set`);
-  config.apiKey = checkedKey(value, `environment variable ${apiKeyEnv}`);
+  config.apiKey = checkedKey(variableNamedBy(env, apiKeyEnv, named, 'apiKeyEnv'), `environment variable ${apiKeyEnv}`);
   return { config, keySource: `apiKeyEnv ${apiKeyEnv}` };
 }
 
