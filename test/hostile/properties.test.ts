@@ -18,6 +18,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { AipActionResult, AipStreamChunk, ExecutionContext, HermesConnector } from 'aip-connector-hermes-agent';
 import { byRoute, respondJson, respondNotFound, respondStatus, sseChunks } from '../helpers/fault-server.js';
 import { assertMatches, schemaValidator } from '../helpers/schema-check.js';
+import { splitAt } from '../helpers/split.js';
 import { MUTATIONS, OPERATIONS, PREFIX, cap, expectError, expectOneFinalChunk, grantFor, nextId, prototypeKeys, rigFactory, validInput, type Operation } from './support.js';
 
 const SEED = 20261130;
@@ -626,16 +627,9 @@ function hardCuts(bytes: Buffer): number[] {
   return cuts;
 }
 
-function splitAt(bytes: Buffer, cuts: number[]): Buffer[] {
-  const points = [...new Set(cuts.map((cut) => (bytes.length === 0 ? 0 : cut % bytes.length)))].filter((cut) => cut > 0).sort((a, b) => a - b);
-  const parts: Buffer[] = [];
-  let at = 0;
-  for (const point of points) {
-    parts.push(bytes.subarray(at, point));
-    at = point;
-  }
-  parts.push(bytes.subarray(at));
-  return parts;
+/** The bytes cut at these points, without empty pieces: each piece is one socket write. */
+function writesAt(bytes: Uint8Array, cuts: number[]): Uint8Array[] {
+  return splitAt(bytes, cuts).filter((piece) => piece.length > 0);
 }
 
 const chunkView = (chunks: AipStreamChunk[]) => chunks.map(({ sequence, kind, data, part }) => ({ sequence, kind, data, part }));
@@ -643,7 +637,7 @@ const chunkView = (chunks: AipStreamChunk[]) => chunks.map(({ sequence, kind, da
 describe('SSE split into arbitrary writes', () => {
   it('yields exactly the events of the unsplit stream (and of the model), also when cut inside UTF-8 sequences and CRLF pairs', async () => {
     const { connector, server, requests } = await rig(respondNotFound);
-    const read = async (parts: Buffer[]) => {
+    const read = async (parts: Uint8Array[]) => {
       server.handle(byRoute({ events: sseChunks(parts), status: respondStatus('completed') }));
       const chunks: AipStreamChunk[] = [];
       const before = requests();
@@ -669,7 +663,7 @@ describe('SSE split into arbitrary writes', () => {
           const { bytes, events } = serializeStream(frames, { text: finalText, ending: finalEnding });
           const cuts = how === 'hard' ? hardCuts(bytes) : how === 'bytes' ? Array.from({ length: bytes.length }, (_, i) => i) : how;
           const whole = await read([bytes]);
-          const split = await read(splitAt(bytes, cuts));
+          const split = await read(writesAt(bytes, cuts));
           expect(whole.result.status, JSON.stringify(whole.result.error)).toBe('completed');
           const output = whole.result.output as { events: unknown[]; text: string; terminal_event: string };
           expect(output.events).toStrictEqual(events);
@@ -758,7 +752,7 @@ describe('random bytes as an SSE body', () => {
     const { connector, server, requests } = await rig(respondNotFound);
     await fc.assert(
       fc.asyncProperty(hostileBytes, fc.array(fc.nat(), { maxLength: 20 }), async (bytes, cuts) => {
-        server.handle(byRoute({ events: sseChunks(splitAt(Buffer.from(bytes), cuts)), status: respondStatus('running') }));
+        server.handle(byRoute({ events: sseChunks(writesAt(bytes, cuts)), status: respondStatus('running') }));
         const chunks: AipStreamChunk[] = [];
         const before = requests();
         const result = await connector.invoke({ id: nextId(), capability_id: cap('run_events'), input: { run_id: 'run_noise' } }, { onChunk: (chunk) => void chunks.push(chunk) });
