@@ -10,7 +10,7 @@ import { typedId } from './ids.js';
 import { bindingOf, patchOf } from './ledger/evidence.js';
 import { IdempotencyGuard } from './ledger/idempotency.js';
 import { createMemoryLedger } from './ledger/memory.js';
-import type { RunEvidence, RunLedger } from './ledger/types.js';
+import type { IdempotencyScope, RunEvidence, RunLedger } from './ledger/types.js';
 import { connectorLogger, invocationLogger } from './logger.js';
 import { OPERATIONS } from './operations/index.js';
 import { MAX_JSON_DEPTH, MAX_JSON_VALUES, plainJsonCopy, type NotPlainJson } from './plain-json.js';
@@ -70,11 +70,12 @@ export function createHermesConnector(options: HermesConnectorOptions): HermesCo
           return plan.stop ? run(plan.stop, context, true) : run(plain.value, context, false);
         })(),
       ),
-    evidence: (actionIdOrRunId) => ledger.evidence(actionIdOrRunId),
+    evidence: async (actionIdOrRunId, options) => ledger.evidence(actionIdOrRunId, evidenceTenant(options)),
     reconcile: () => track(reconcileOpenRuns(deps, (action, context) => run(action, context, false))),
     async close() {
       if (openCalls.closed) return;
       openCalls.close();
+      deps.guard.close();
       await Promise.allSettled([...inFlight]);
       await deps.pools.close();
       if (!config.ledger) await ledger.close();
@@ -102,6 +103,7 @@ interface AdmittedAction {
   logger: Logger;
   publisher: ChunkPublisher;
   startedAt: number;
+  hostCancellation: boolean;
 }
 
 /**
@@ -159,6 +161,7 @@ function admit(
     logger: admission.logger,
     publisher: admission.publisher,
     startedAt,
+    hostCancellation,
   };
 }
 
@@ -167,14 +170,18 @@ function dispatchOnce(deps: PipelineDeps, admitted: AdmittedAction): Promise<Aip
   const { entry, action } = admitted;
   if (entry.schemas.declaration.contract.idempotency.requirement !== 'required') return dispatch(deps, admitted);
   const fail = (failure: HermesFailure) => shapeResult(action.id, entry, failedOutcome(failure, true), undefined);
+  const scope = { capability_id: entry.capability.id, idempotency_key: scopedKey(action.idempotency_key as string, admitted.context.tenantId) };
   return deps.guard
     .run({
-      scope: { capability_id: entry.capability.id, idempotency_key: scopedKey(action.idempotency_key as string, admitted.context.tenantId) },
+      scope,
       input: action.input,
       actionId: action.id,
       deadline: admitted.deadline,
       signal: admitted.context.signal,
-      execute: () => dispatch(deps, admitted),
+      execute: async () => {
+        const refusal = await spendApproval(deps, admitted, scope);
+        return refusal ? fail(refusal) : dispatch(deps, admitted);
+      },
       fail,
     })
     .catch((error: unknown) => {
@@ -191,6 +198,23 @@ function dispatchOnce(deps: PipelineDeps, admitted: AdmittedAction): Promise<Aip
  */
 function scopedKey(key: string, tenantId: string | undefined): string {
   return tenantId === undefined ? key : `${tenantId}\u001f${key}`;
+}
+
+/**
+ * An AIP approval grant approves one action: the first (capability, key) to use it keeps it, and
+ * only that action's replays and retries may present it again. Runs after the idempotency claim,
+ * so a replay never gets here; a refusal leaves nothing sent and frees the key.
+ */
+async function spendApproval(deps: PipelineDeps, admitted: AdmittedAction, scope: IdempotencyScope): Promise<HermesFailure | undefined> {
+  const { entry, action, context } = admitted;
+  const grant = context.approval;
+  if (!entry.schemas.declaration.contract.approval?.required || admitted.hostCancellation || !grant) return undefined;
+  const use = { ...scope, tenant_id: context.tenantId ?? null, approval_id: grant.approvalId, action_id: action.id, used_at: deps.config.now(), expires_at: grant.expiresAt };
+  const standing = await deps.ledger.useGrant(use);
+  if (standing.capability_id === scope.capability_id && standing.idempotency_key === scope.idempotency_key) return undefined;
+  return new HermesFailure('approval_required', `\`${entry.operation}\` requires a valid AIP approval: this grant was already used by another action`, {
+    details: { original_action_id: standing.action_id },
+  });
 }
 
 /** One provider call through the operation, its output checked, its evidence kept. Never throws. */
@@ -220,7 +244,8 @@ async function dispatch(deps: PipelineDeps, admitted: AdmittedAction): Promise<A
   } catch (error) {
     outcome = failedOutcome(error, true);
   }
-  const result = shapeResult(action.id, entry, outcome, receiptFor(action, entry, httpStatus, admitted.startedAt, config.now()));
+  const receipt = receiptFor(action, entry, httpStatus, admitted.startedAt, config.now(), outcome.output);
+  const result = shapeResult(action.id, entry, outcome, receipt);
   await keepEvidence(deps, admitted, result);
   return result;
 }
@@ -235,7 +260,8 @@ async function keepEvidence(deps: PipelineDeps, { entry, action, input, context,
       return;
     }
     const patch = patchOf(entry, result, now);
-    if (patch) await deps.ledger.updateRun((input as { run_id: string }).run_id, entry.endpoint.id, patch);
+    const run = { run_id: (input as { run_id: string }).run_id, endpoint_id: entry.endpoint.id, tenant_id: context.tenantId ?? null };
+    if (patch) await deps.ledger.updateRun(run, patch);
   } catch (error) {
     logger.error({ err: errorName(error) }, 'run ledger failed to keep evidence');
   }
@@ -251,7 +277,7 @@ async function reconcileOpenRuns(deps: PipelineDeps, invoke: (action: AipAction,
       { id: typedId('act_', deps.config.now()), capability_id: statusCapability, input: { run_id: binding.run_id } },
       binding.tenant_id === null ? {} : { tenantId: binding.tenant_id },
     );
-    const updated = await deps.ledger.evidence(binding.action_id);
+    const updated = await deps.ledger.evidence(binding.action_id, binding.tenant_id);
     if (updated) reconciled.push(updated);
   }
   return reconciled;
@@ -322,7 +348,14 @@ function shapeResult(actionId: string, entry: CapabilityEntry | undefined, outco
   return result;
 }
 
-function receiptFor(action: AipAction, entry: CapabilityEntry, httpStatus: number | undefined, startedAt: number, completedAt: number): AipReceipt {
+function receiptFor(
+  action: AipAction,
+  entry: CapabilityEntry,
+  httpStatus: number | undefined,
+  startedAt: number,
+  completedAt: number,
+  output: unknown,
+): AipReceipt {
   const receipt: AipReceipt = {
     receipt_id: typedId('rcpt_', completedAt),
     capability_id: entry.capability.id,
@@ -333,7 +366,16 @@ function receiptFor(action: AipAction, entry: CapabilityEntry, httpStatus: numbe
   };
   if (httpStatus !== undefined) receipt.http_status = httpStatus;
   if (action.idempotency_key) receipt.idempotency_key = action.idempotency_key;
+  // A Hermes that honours keys says when it answered from its own record rather than starting anew.
+  if ((output as { replayed?: unknown } | undefined)?.replayed === true) Object.assign(receipt, { replayed: true, replayed_by: 'provider' });
   return receipt;
+}
+
+/** evidence()'s tenant: a string or null (no tenant) selects that tenant; absent, every tenant. */
+function evidenceTenant(options: { tenantId?: string | null } | undefined): string | null | undefined {
+  const tenantId = options?.tenantId;
+  if (tenantId === undefined || tenantId === null || (typeof tenantId === 'string' && tenantId !== '')) return tenantId;
+  throw new TypeError('evidence(): `tenantId` must be a non-empty string or null');
 }
 
 const DAY_MS = 86_400_000;
@@ -407,7 +449,7 @@ async function runIdToStop(deps: PipelineDeps, entry: CapabilityEntry, action: P
         : undefined;
     for (const actionId of new Set([action.id, record?.action_id])) {
       if (actionId === undefined) continue;
-      const binding = await deps.ledger.evidence(actionId);
+      const binding = await deps.ledger.evidence(actionId, tenantId ?? null);
       if (binding?.action_id === actionId && binding.endpoint_id === entry.endpoint.id) return binding.run_id;
     }
   } catch (error) {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { ResolvedEndpoint } from './config.js';
 import { HermesFailure } from './failures.js';
 import { USER_AGENT } from './package-info.js';
@@ -37,8 +38,7 @@ export function buildHeaders({ endpoint, action, context, accept, hasBody, sessi
     }
     headers[name.toLowerCase()] = value;
   };
-  // An empty key is no key (the gates treat it as missing where one is required).
-  set('Idempotency-Key', action.idempotency_key || undefined);
+  set('Idempotency-Key', providerIdempotencyKey(action, context.tenantId));
   set('X-Hermes-Session-Key', sessionKey);
   set('X-AIP-Principal-Id', context.actor?.principalId);
   set('X-AIP-Authentication-Issuer', context.actor?.issuer);
@@ -51,6 +51,19 @@ export function buildHeaders({ endpoint, action, context, accept, hasBody, sessi
     set('X-AIP-Delegation-Chain', asciiJson(action.delegation_chain));
   }
   return headers;
+}
+
+/**
+ * The `Idempotency-Key` Hermes sees: derived from the verified tenant, the capability and the
+ * caller's key, so a Hermes that honours keys scopes them exactly as the connector's ledger
+ * does. Forwarded raw, tenant A's key would replay A's run to tenant B on a shared endpoint.
+ * `aip1-` and 64 hex digits: a valid key on every Hermes. Undefined when the action has no key
+ * (an empty key is no key: the gates treat it as missing where one is required).
+ */
+export function providerIdempotencyKey(action: Pick<AipAction, 'capability_id' | 'idempotency_key'>, tenantId: string | undefined): string | undefined {
+  if (!action.idempotency_key) return undefined;
+  const digest = createHash('sha256').update(JSON.stringify([tenantId ?? null, action.capability_id, action.idempotency_key])).digest('hex');
+  return `aip1-${digest}`;
 }
 
 /** Whether an idempotency key can travel as a header: 1-255 visible ASCII characters. */

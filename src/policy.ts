@@ -44,6 +44,8 @@ function checkContextFields(context: unknown): ExecutionContext {
   for (const field of ['tenantId', 'traceId', 'sessionId'] as const) {
     if (c[field] !== undefined && typeof c[field] !== 'string') throw invalidContext(`${field} must be a string`);
   }
+  // The ledger stores "no tenant" as the empty scope: an empty tenant id would share it.
+  if (c.tenantId === '') throw invalidContext('tenantId must not be empty');
   if (c.actor !== undefined) {
     const actor = c.actor as Record<string, unknown> | null;
     if (typeof actor !== 'object' || actor === null || typeof actor.principalId !== 'string' || (actor.issuer !== undefined && typeof actor.issuer !== 'string')) {

@@ -197,8 +197,12 @@ export interface HermesConnector {
   implementationSupport(capabilityId: string): ImplementationSupport;
   invoke(action: AipAction, context?: ExecutionContext): Promise<AipActionResult>;
   cancel(action: AipAction, context?: ExecutionContext): Promise<AipActionResult | null>;
-  /** The ledger's record of a run this connector started, by action id or run id. */
-  evidence(actionIdOrRunId: string): Promise<RunEvidence | null>;
+  /**
+   * What the ledger keeps about a run, by action id or run id. `tenantId` (null: no tenant)
+   * limits the lookup to that tenant's bindings; without it an id bound by several tenants
+   * rejects with AmbiguousEvidenceError.
+   */
+  evidence(actionIdOrRunId: string, options?: { tenantId?: string | null }): Promise<RunEvidence | null>;
   /** Re-reads the status of every binding that is not terminal; a 404 is recorded as evidence lost. */
   reconcile(): Promise<RunEvidence[]>;
   close(): Promise<void>;

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { buildHeaders, isValidIdempotencyKey, type HeaderSources } from '../src/headers.js';
 import type { AipAction, ExecutionContext } from '../src/types.js';
 import { PACKAGE_VERSION, TEST_API_KEY, expectFailure, resolvedEndpoint } from './helpers/fixtures.js';
+import { providerKeyOf } from './helpers/provider-key.js';
 
 const DEADLINE = 1_800_000_123_456;
 
@@ -42,7 +43,7 @@ describe('buildHeaders with a full context', () => {
       'user-agent': `aip-connector-hermes-agent/${PACKAGE_VERSION}`,
       accept: 'application/json',
       'content-type': 'application/json',
-      'idempotency-key': 'idem-123',
+      'idempotency-key': providerKeyOf('cap:hermes_agent:ep1:run_start', 'idem-123', 'tenant-a'),
       'x-hermes-session-key': 'memory-scope-1',
       'x-aip-principal-id': 'usr_42',
       'x-aip-authentication-issuer': 'https://idp.example/realm',
@@ -101,7 +102,7 @@ describe('buildHeaders with a full context', () => {
     const headers = buildHeaders(sources({ action, sessionKey: undefined }));
     expect(headers.authorization).toBe(`Bearer ${TEST_API_KEY}`);
     expect(headers['user-agent']).toBe(`aip-connector-hermes-agent/${PACKAGE_VERSION}`);
-    expect(headers['idempotency-key']).toBe('idem-123');
+    expect(headers['idempotency-key']).toBe(providerKeyOf('cap:hermes_agent:ep1:run_start', 'idem-123', 'tenant-a'));
     expect(headers['x-aip-tenant-id']).toBe('tenant-a');
     expect(headers).not.toHaveProperty('x-hermes-session-key');
   });
@@ -168,7 +169,6 @@ describe('bad header values are invalid_input', () => {
   ];
 
   const carriers: Array<[string, (value: string) => Partial<HeaderSources>]> = [
-    ['idempotency key', (value) => ({ action: { ...fullAction(), idempotency_key: value } })],
     ['session key', (value) => ({ sessionKey: value })],
     ['principal id', (value) => ({ context: { ...fullContext(), actor: { principalId: value } } })],
     ['issuer', (value) => ({ context: { ...fullContext(), actor: { principalId: 'usr_1', issuer: value } } })],

@@ -3,6 +3,30 @@ import type { AipActionResult, ExecutionContext, RunEventsOutput } from '../type
 import { statusOfTerminalEvent } from './run-status.js';
 import type { RunEvidence, RunEvidencePatch } from './types.js';
 
+/** evidence() without a tenant found an id that several tenants bound: the caller must say whose. */
+export class AmbiguousEvidenceError extends Error {
+  readonly code = 'ambiguous_evidence';
+
+  constructor() {
+    super('More than one tenant has a binding with this id: pass the tenant whose evidence you want');
+    this.name = 'AmbiguousEvidenceError';
+  }
+}
+
+/**
+ * The one binding an evidence() lookup answers with, among the bindings whose action id or
+ * run id is `id`: the action's binding, else the run's newest. Only a lookup without a tenant
+ * can see several tenants' bindings, and then it refuses to choose between them.
+ */
+export function pickEvidence(id: string, candidates: RunEvidence[]): RunEvidence | null {
+  const byAction = candidates.filter((candidate) => candidate.action_id === id);
+  const pool = byAction.length > 0 ? byAction : candidates.filter((candidate) => candidate.run_id === id).sort((a, b) => b.created_at - a.created_at);
+  const [first] = pool;
+  if (first === undefined) return null;
+  if (pool.some((candidate) => candidate.tenant_id !== first.tenant_id)) throw new AmbiguousEvidenceError();
+  return first;
+}
+
 const NOT_FOUND = 'connector.hermes_agent.not_found';
 
 /** The binding a successful run_start creates. */
@@ -14,7 +38,7 @@ export function bindingOf(entry: CapabilityEntry, actionId: string, input: unkno
     action_id: actionId,
     capability_id: entry.capability.id,
     endpoint_id: entry.endpoint.id,
-    tenant_id: context.tenantId ?? entry.endpoint.tenantId ?? null,
+    tenant_id: context.tenantId ?? null,
     run_id: output.run_id,
     // Hermes uses the run id as the session when none is given.
     session_id: typeof requested === 'string' ? requested : output.run_id,

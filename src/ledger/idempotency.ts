@@ -42,6 +42,9 @@ export class IdempotencyGuard {
   readonly #options: IdempotencyGuardOptions;
   readonly #owner = `${hostname()}:${process.pid}:${randomBytes(6).toString('hex')}`;
   #lastPurge = 0;
+  #closed = false;
+  /** Wakes the callers waiting for a duplicate in flight, so close() need not wait out their deadlines. */
+  readonly #sleepers = new Set<() => void>();
 
   constructor(options: IdempotencyGuardOptions) {
     this.#options = options;
@@ -107,14 +110,29 @@ export class IdempotencyGuard {
     return result;
   }
 
+  /** Ends every wait for a duplicate in flight at once (the connector is closing); later waits end at once too. */
+  close(): void {
+    this.#closed = true;
+    for (const wake of [...this.#sleepers]) wake();
+  }
+
   /** Waits a little for a duplicate in flight; returns a failure when the caller's own time or signal ran out. */
   async #wait(call: GuardedCall, attempt: number): Promise<HermesFailure | undefined> {
     const remaining = call.deadline - this.#options.now();
     const outcome = 'the first call with this key is still in flight; its outcome is not known to this caller';
+    if (this.#closed) return new HermesFailure('cancelled', `The connector closed while this call waited: ${outcome}`, { effect: 'maybe' });
     if (call.signal?.aborted) return new HermesFailure('cancelled', `Cancelled while waiting: ${outcome}`, { effect: 'maybe' });
     if (remaining <= 0) return new HermesFailure('deadline_exceeded', `The AIP deadline passed while waiting: ${outcome}`, { effect: 'maybe' });
     const pause = Math.min(remaining, POLL_MIN_MS * 2 ** Math.min(attempt, 4), POLL_MAX_MS);
-    await new Promise((resolve) => setTimeout(resolve, pause));
+    await new Promise<void>((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        this.#sleepers.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, pause);
+      this.#sleepers.add(wake);
+    });
     return undefined;
   }
 
@@ -136,7 +154,7 @@ function replay(record: IdempotencyRecord, actionId: string): AipActionResult {
   return {
     ...original,
     action_id: actionId,
-    receipt: { ...original.receipt, replayed: true, original_action_id: record.action_id } as AipActionResult['receipt'],
+    receipt: { ...original.receipt, replayed: true, replayed_by: 'connector', original_action_id: record.action_id } as AipActionResult['receipt'],
   };
 }
 

@@ -1,14 +1,48 @@
+import { ConnectorConfigError } from '../config.js';
 import type { AipActionResult } from '../types.js';
-import type { BridgeJob, ClaimRequest, ClaimResult, IdempotencyRecord, IdempotencyScope, RunEvidence, RunEvidencePatch, RunLedger } from './types.js';
-import { isOpen } from './run-status.js';
+import { pickEvidence } from './evidence.js';
+import { isOpen, isSettled } from './run-status.js';
+import type { BridgeJob, ClaimRequest, ClaimResult, GrantUse, IdempotencyRecord, IdempotencyScope, RunEvidence, RunEvidencePatch, RunLedger, RunRef } from './types.js';
 
-/** The default ledger: correct within one process, gone when it exits. */
-export function createMemoryLedger(): RunLedger {
+export interface MemoryLedgerOptions {
+  /** Run bindings and finished bridge jobs not updated for this long are dropped (default 24 h, the key TTL). */
+  retentionMs?: number;
+  /** At most this many run bindings are kept; past it the oldest goes first (default 10,000). */
+  maxRuns?: number;
+}
+
+const DEFAULT_RETENTION_MS = 24 * 60 * 60 * 1000;
+const DEFAULT_MAX_RUNS = 10_000;
+
+/**
+ * The default ledger: correct within one process, gone when it exits, and bounded so that a
+ * long-lived host does not grow without end: evidence older than `retentionMs` is dropped
+ * when expired keys are purged, and the oldest binding makes room past `maxRuns`.
+ */
+export function createMemoryLedger(options: MemoryLedgerOptions = {}): RunLedger {
+  const retentionMs = positiveOption(options.retentionMs, DEFAULT_RETENTION_MS, 'retentionMs');
+  const maxRuns = positiveOption(options.maxRuns, DEFAULT_MAX_RUNS, 'maxRuns');
   const records = new Map<string, IdempotencyRecord>();
+  const grants = new Map<string, GrantUse>();
+  /** (tenant, action) → binding, in recording order (a re-recorded binding moves to the end). */
   const runs = new Map<string, RunEvidence>();
-  /** run_id → the action ids bound to it, so status and event results find their binding without a scan. */
-  const actionsByRun = new Map<string, Set<string>>();
-  const boundTo = (runId: string): RunEvidence[] => [...(actionsByRun.get(runId) ?? [])].map((actionId) => runs.get(actionId) as RunEvidence);
+  /** action_id and run_id → the keys of the bindings that carry it, so lookups never scan. */
+  const keysById = new Map<string, Set<string>>();
+  const bindingKey = (tenantId: string | null, actionId: string) => JSON.stringify([tenantId, actionId]);
+  const index = (id: string, key: string) => keysById.set(id, (keysById.get(id) ?? new Set()).add(key));
+  const unindex = (id: string, key: string) => {
+    const keys = keysById.get(id);
+    keys?.delete(key);
+    if (keys?.size === 0) keysById.delete(id);
+  };
+  const bindingsWith = (id: string): RunEvidence[] => [...(keysById.get(id) ?? [])].map((key) => runs.get(key) as RunEvidence);
+  const dropRun = (key: string) => {
+    const evidence = runs.get(key);
+    if (!evidence) return;
+    runs.delete(key);
+    unindex(evidence.action_id, key);
+    unindex(evidence.run_id, key);
+  };
   const jobs = new Map<string, BridgeJob>();
   const jobKey = (sessionId: string, toolUseId: string) => JSON.stringify([sessionId, toolUseId]);
   const keyOf = (scope: IdempotencyScope) => JSON.stringify([scope.capability_id, scope.idempotency_key]);
@@ -17,6 +51,11 @@ export function createMemoryLedger(): RunLedger {
     return record?.state === 'in_flight' && record.lease_owner === owner ? record : undefined;
   };
   const copy = <T>(value: T): T => structuredClone(value);
+  const dropStale = (now: number) => {
+    for (const [key, evidence] of runs) if (evidence.updated_at <= now - retentionMs) dropRun(key);
+    for (const [key, job] of jobs) if (job.state === 'done' && job.updated_at <= now - retentionMs) jobs.delete(key);
+    for (const [key, use] of grants) if (use.expires_at <= now) grants.delete(key);
+  };
 
   return {
     kind: 'memory',
@@ -69,22 +108,34 @@ export function createMemoryLedger(): RunLedger {
           purged++;
         }
       }
+      dropStale(now);
       return purged;
     },
-    async recordRun(evidence) {
-      const previous = runs.get(evidence.action_id);
-      if (previous) actionsByRun.get(previous.run_id)?.delete(evidence.action_id);
-      runs.set(evidence.action_id, copy(evidence));
-      const bound = actionsByRun.get(evidence.run_id) ?? new Set<string>();
-      actionsByRun.set(evidence.run_id, bound.add(evidence.action_id));
+    async useGrant(use) {
+      const key = JSON.stringify([use.tenant_id, use.approval_id]);
+      const standing = grants.get(key) ?? use;
+      grants.set(key, standing);
+      return copy(standing);
     },
-    async updateRun(runId, endpointId, patch: RunEvidencePatch) {
-      for (const evidence of boundTo(runId)) {
-        if (evidence.endpoint_id === endpointId) assignDefined(evidence, patch);
+    async recordRun(evidence) {
+      const key = bindingKey(evidence.tenant_id, evidence.action_id);
+      dropRun(key);
+      runs.set(key, copy(evidence));
+      index(evidence.action_id, key);
+      index(evidence.run_id, key);
+      // Maps iterate in insertion order: the first key is the oldest binding.
+      if (runs.size > maxRuns) dropRun(runs.keys().next().value as string);
+    },
+    async updateRun(run: RunRef, patch: RunEvidencePatch) {
+      for (const evidence of bindingsWith(run.run_id)) {
+        if (evidence.run_id !== run.run_id || evidence.endpoint_id !== run.endpoint_id || evidence.tenant_id !== run.tenant_id) continue;
+        if (!isSettled(evidence)) assignDefined(evidence, patch);
+        evidence.updated_at = patch.updated_at;
       }
     },
-    async evidence(actionIdOrRunId) {
-      const found = runs.get(actionIdOrRunId) ?? boundTo(actionIdOrRunId)[0];
+    async evidence(actionIdOrRunId, tenantId) {
+      const candidates = bindingsWith(actionIdOrRunId).filter((evidence) => tenantId === undefined || evidence.tenant_id === tenantId);
+      const found = pickEvidence(actionIdOrRunId, candidates);
       return found ? copy(found) : null;
     },
     async openRuns() {
@@ -133,4 +184,10 @@ function assignDefined<T extends object>(target: T, patch: Partial<T>): void {
   for (const [field, value] of Object.entries(patch)) {
     if (value !== undefined) (target as Record<string, unknown>)[field] = value;
   }
+}
+
+function positiveOption(value: number | undefined, fallback: number, name: string): number {
+  if (value === undefined) return fallback;
+  if (!Number.isSafeInteger(value) || value <= 0) throw new ConnectorConfigError('invalid_ledger', `createMemoryLedger: \`${name}\` must be a positive integer`);
+  return value;
 }

@@ -70,7 +70,57 @@ export const MIGRATIONS: readonly Migration[] = [
     // Jobs recorded before leases existed have none: the first recover() may take them.
     statements: [`ALTER TABLE herm_jobs ADD COLUMN lease_owner TEXT`, `ALTER TABLE herm_jobs ADD COLUMN lease_expires_at BIGINT`],
   },
+  {
+    version: 4,
+    // Bindings become per tenant, like idempotency keys: callers choose action ids, so two tenants
+    // may use the same one. A primary key cannot hold NULL, so the key uses tenant_scope
+    // ('' for no tenant: tenant ids are never empty). The table is rebuilt (SQLite cannot change
+    // a primary key in place); existing rows keep their tenant.
+    statements: [
+      `CREATE TABLE run_bindings_v4 (
+        tenant_scope TEXT NOT NULL,
+        action_id TEXT NOT NULL,
+        capability_id TEXT NOT NULL,
+        endpoint_id TEXT NOT NULL,
+        tenant_id TEXT,
+        run_id TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        credential_revision TEXT,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        last_status TEXT NOT NULL,
+        terminal_event TEXT,
+        evidence_lost INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (tenant_scope, action_id)
+      )`,
+      `INSERT INTO run_bindings_v4 (tenant_scope, action_id, capability_id, endpoint_id, tenant_id, run_id, session_id, credential_revision,
+         created_at, updated_at, last_status, terminal_event, evidence_lost)
+       SELECT COALESCE(tenant_id, ''), action_id, capability_id, endpoint_id, tenant_id, run_id, session_id, credential_revision,
+         created_at, updated_at, last_status, terminal_event, evidence_lost FROM run_bindings`,
+      `DROP TABLE run_bindings`,
+      `ALTER TABLE run_bindings_v4 RENAME TO run_bindings`,
+      `CREATE INDEX run_bindings_run_id ON run_bindings (run_id, endpoint_id)`,
+      `CREATE INDEX run_bindings_action_id ON run_bindings (action_id)`,
+      `CREATE TABLE approval_grant_uses (
+        tenant_scope TEXT NOT NULL,
+        approval_id TEXT NOT NULL,
+        tenant_id TEXT,
+        capability_id TEXT NOT NULL,
+        idempotency_key TEXT NOT NULL,
+        action_id TEXT NOT NULL,
+        used_at BIGINT NOT NULL,
+        expires_at BIGINT NOT NULL,
+        PRIMARY KEY (tenant_scope, approval_id)
+      )`,
+      `CREATE INDEX approval_grant_uses_expires_at ON approval_grant_uses (expires_at)`,
+    ],
+  },
 ];
+
+/** The primary-key form of a tenant: '' stands for "no tenant" (tenant ids are never empty). */
+export function tenantScope(tenantId: string | null): string {
+  return tenantId ?? '';
+}
 
 export const MIGRATIONS_TABLE = `CREATE TABLE IF NOT EXISTS ledger_schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)`;
 

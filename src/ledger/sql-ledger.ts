@@ -1,6 +1,8 @@
 import type { AipActionResult } from '../types.js';
+import { pickEvidence } from './evidence.js';
+import { tenantScope } from './migrations.js';
 import { TERMINAL_STATUSES } from './run-status.js';
-import type { BridgeJob, ClaimRequest, IdempotencyRecord, IdempotencyScope, RunEvidence, RunLedger } from './types.js';
+import type { BridgeJob, ClaimRequest, GrantUse, IdempotencyRecord, IdempotencyScope, RunEvidence, RunLedger } from './types.js';
 
 export type SqlRow = Record<string, unknown>;
 
@@ -20,7 +22,11 @@ const JOB_COLUMNS =
   'session_id, tool_use_id, tool_name, tool_input, action_id, idempotency_key, run_id, state, kickoff, kickoff_event_id, final_status, final_event_id, created_at, updated_at, lease_owner, lease_expires_at';
 const JOB = 'session_id = ? AND tool_use_id = ?';
 const SCOPE = 'capability_id = ? AND idempotency_key = ?';
+const GRANT_COLUMNS = 'tenant_id, approval_id, capability_id, idempotency_key, action_id, used_at, expires_at';
 const TERMINAL_LIST = [...TERMINAL_STATUSES].map((status) => `'${status}'`).join(', ');
+/** isSettled() in SQL, over the row as it was before the UPDATE. */
+const SETTLED = `(terminal_event IS NOT NULL OR last_status IN (${TERMINAL_LIST}))`;
+const unlessSettled = (column: string) => `${column} = CASE WHEN ${SETTLED} THEN ${column} ELSE COALESCE(?, ${column}) END`;
 
 /**
  * A RunLedger over SQL shared by SQLite and PostgreSQL. Every method is one statement, so
@@ -28,10 +34,9 @@ const TERMINAL_LIST = [...TERMINAL_STATUSES].map((status) => `'${status}'`).join
  * expired record, which makes concurrent claims from several replicas safe.
  */
 export function createSqlLedger(kind: string, executor: SqlExecutor): RunLedger {
-  let ready: Promise<void> | undefined;
+  const setUp = retryingSetUp(() => executor.migrate());
   const db = async () => {
-    ready ??= executor.migrate();
-    await ready;
+    await setUp.ready();
     return executor;
   };
   const scopeParams = (scope: IdempotencyScope) => [scope.capability_id, scope.idempotency_key];
@@ -84,13 +89,29 @@ export function createSqlLedger(kind: string, executor: SqlExecutor): RunLedger 
       return changed > 0;
     },
     async purgeExpired(now) {
-      return (await db()).run('DELETE FROM idempotency_records WHERE expires_at <= ?', [now]);
+      const sql = await db();
+      await sql.run('DELETE FROM approval_grant_uses WHERE expires_at <= ?', [now]);
+      return sql.run('DELETE FROM idempotency_records WHERE expires_at <= ?', [now]);
+    },
+    async useGrant(use) {
+      const sql = await db();
+      await sql.run(
+        `INSERT INTO approval_grant_uses (tenant_scope, ${GRANT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant_scope, approval_id) DO NOTHING`,
+        [tenantScope(use.tenant_id), use.tenant_id, use.approval_id, use.capability_id, use.idempotency_key, use.action_id, use.used_at, use.expires_at],
+      );
+      const rows = await sql.all(`SELECT ${GRANT_COLUMNS} FROM approval_grant_uses WHERE tenant_scope = ? AND approval_id = ?`, [tenantScope(use.tenant_id), use.approval_id]);
+      // Purged between the two statements (its grant expired): the grant is refused anyway.
+      return rows[0] ? toGrantUse(rows[0]) : use;
     },
     async recordRun(evidence) {
       await (await db()).run(
-        `INSERT INTO run_bindings (${RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-         ON CONFLICT (action_id) DO UPDATE SET run_id = excluded.run_id, updated_at = excluded.updated_at, last_status = excluded.last_status`,
+        `INSERT INTO run_bindings (tenant_scope, ${RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (tenant_scope, action_id) DO UPDATE SET capability_id = excluded.capability_id, endpoint_id = excluded.endpoint_id,
+           run_id = excluded.run_id, session_id = excluded.session_id, credential_revision = excluded.credential_revision,
+           created_at = excluded.created_at, updated_at = excluded.updated_at, last_status = excluded.last_status,
+           terminal_event = excluded.terminal_event, evidence_lost = excluded.evidence_lost`,
         [
+          tenantScope(evidence.tenant_id),
           evidence.action_id,
           evidence.capability_id,
           evidence.endpoint_id,
@@ -106,20 +127,29 @@ export function createSqlLedger(kind: string, executor: SqlExecutor): RunLedger 
         ],
       );
     },
-    async updateRun(runId, endpointId, patch) {
+    async updateRun(run, patch) {
       await (await db()).run(
-        `UPDATE run_bindings SET updated_at = ?, last_status = COALESCE(?, last_status), terminal_event = COALESCE(?, terminal_event),
-           evidence_lost = COALESCE(?, evidence_lost)
-         WHERE run_id = ? AND endpoint_id = ?`,
-        [patch.updated_at, patch.last_status ?? null, patch.terminal_event ?? null, patch.evidence_lost === undefined ? null : Number(patch.evidence_lost), runId, endpointId],
+        `UPDATE run_bindings SET updated_at = ?, ${unlessSettled('last_status')}, ${unlessSettled('terminal_event')}, ${unlessSettled('evidence_lost')}
+         WHERE run_id = ? AND endpoint_id = ? AND tenant_scope = ?`,
+        [
+          patch.updated_at,
+          patch.last_status ?? null,
+          patch.terminal_event ?? null,
+          patch.evidence_lost === undefined ? null : Number(patch.evidence_lost),
+          run.run_id,
+          run.endpoint_id,
+          tenantScope(run.tenant_id),
+        ],
       );
     },
-    async evidence(actionIdOrRunId) {
-      const rows = await (await db()).all(
-        `SELECT ${RUN_COLUMNS} FROM run_bindings WHERE action_id = ? OR run_id = ? ORDER BY CASE WHEN action_id = ? THEN 0 ELSE 1 END, created_at DESC LIMIT 1`,
-        [actionIdOrRunId, actionIdOrRunId, actionIdOrRunId],
-      );
-      return rows[0] ? toEvidence(rows[0]) : null;
+    async evidence(actionIdOrRunId, tenantId) {
+      const scoped = tenantId === undefined ? '' : ' AND tenant_scope = ?';
+      const rows = await (await db()).all(`SELECT ${RUN_COLUMNS} FROM run_bindings WHERE (action_id = ? OR run_id = ?)${scoped}`, [
+        actionIdOrRunId,
+        actionIdOrRunId,
+        ...(tenantId === undefined ? [] : [tenantScope(tenantId)]),
+      ]);
+      return pickEvidence(actionIdOrRunId, rows.map(toEvidence));
     },
     async openRuns() {
       const rows = await (await db()).all(
@@ -181,8 +211,46 @@ export function createSqlLedger(kind: string, executor: SqlExecutor): RunLedger 
       return (await (await db()).run(`UPDATE herm_jobs SET lease_expires_at = ? WHERE ${JOB} AND lease_owner = ?`, [leaseExpiresAt, sessionId, toolUseId, owner])) > 0;
     },
     async close() {
-      await ready?.catch(() => undefined);
+      await setUp.settled();
       await executor.close();
+    },
+  };
+}
+
+const SETUP_RETRY_MIN_MS = 250;
+const SETUP_RETRY_MAX_MS = 5_000;
+
+/**
+ * The schema set-up, run once and shared by every call. A failed set-up (the database was
+ * down) is not kept: a later call tries again, so the ledger recovers by itself. Attempts are
+ * spaced (250 ms doubling to 5 s); calls in between fail at once with the last error, which
+ * the connector reports as `ledger_unavailable` and logs.
+ */
+function retryingSetUp(migrate: () => Promise<void>): { ready(): Promise<void>; settled(): Promise<void> } {
+  let attempt: Promise<void> | undefined;
+  let failures = 0;
+  let retryAt = 0;
+  let lastError: unknown;
+  return {
+    ready() {
+      if (attempt) return attempt;
+      if (failures > 0 && Date.now() < retryAt) return Promise.reject(lastError);
+      attempt = migrate().then(
+        () => {
+          failures = 0;
+        },
+        (error: unknown) => {
+          failures++;
+          lastError = error;
+          retryAt = Date.now() + Math.min(SETUP_RETRY_MAX_MS, SETUP_RETRY_MIN_MS * 2 ** (failures - 1));
+          attempt = undefined;
+          throw error;
+        },
+      );
+      return attempt;
+    },
+    async settled() {
+      await attempt?.catch(() => undefined);
     },
   };
 }
@@ -221,6 +289,18 @@ function toEvidence(row: SqlRow): RunEvidence {
     last_status: String(row.last_status),
     terminal_event: strOrNull(row.terminal_event),
     evidence_lost: num(row.evidence_lost) !== 0,
+  };
+}
+
+function toGrantUse(row: SqlRow): GrantUse {
+  return {
+    tenant_id: strOrNull(row.tenant_id),
+    approval_id: String(row.approval_id),
+    capability_id: String(row.capability_id),
+    idempotency_key: String(row.idempotency_key),
+    action_id: String(row.action_id),
+    used_at: num(row.used_at),
+    expires_at: num(row.expires_at),
   };
 }
 

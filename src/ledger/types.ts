@@ -48,6 +48,27 @@ export type BridgeJobPatch = Partial<Pick<BridgeJob, 'run_id' | 'state' | 'kicko
 
 export type RunEvidencePatch = Partial<Pick<RunEvidence, 'last_status' | 'terminal_event' | 'evidence_lost'>> & { updated_at: number };
 
+/**
+ * A run as one tenant sees it. Bindings belong to the verified tenant that made them (null on
+ * an endpoint used without one), exactly like idempotency keys: callers choose action ids, so
+ * two tenants may use the same one.
+ */
+export interface RunRef {
+  run_id: string;
+  endpoint_id: string;
+  tenant_id: string | null;
+}
+
+/** One use of an AIP approval grant: a grant approves one action (its replays excepted). */
+export interface GrantUse extends IdempotencyScope {
+  tenant_id: string | null;
+  approval_id: string;
+  action_id: string;
+  used_at: number;
+  /** The grant's own expiry: after it the grant is refused anyway, so its use record may go. */
+  expires_at: number;
+}
+
 /** An idempotency scope: the capability and the caller's key. */
 export interface IdempotencyScope {
   capability_id: string;
@@ -96,12 +117,27 @@ export interface RunLedger {
   release(scope: IdempotencyScope, owner: string): Promise<void>;
   /** Settles a claim whose owner's lease expired before `now` with `result`; false when it was not such a claim. */
   settleAbandoned(scope: IdempotencyScope, now: number, result: AipActionResult): Promise<boolean>;
-  /** Deletes records whose time-to-live passed; returns how many. */
+  /** Deletes idempotency records and grant uses whose time-to-live passed; returns how many records. */
   purgeExpired(now: number): Promise<number>;
+  /**
+   * Records the grant's use by this (capability, key) unless another action used it already;
+   * returns the use that stands, so the caller can tell whether it is its own.
+   */
+  useGrant(use: GrantUse): Promise<GrantUse>;
 
+  /** Binds (tenant, action) to a run; recording the same pair again replaces its binding. */
   recordRun(evidence: RunEvidence): Promise<void>;
-  updateRun(runId: string, endpointId: string, patch: RunEvidencePatch): Promise<void>;
-  evidence(actionIdOrRunId: string): Promise<RunEvidence | null>;
+  /**
+   * Updates that tenant's bindings of the run on that endpoint. A binding that recorded a
+   * terminal outcome keeps it: an older read landing late changes only `updated_at`.
+   */
+  updateRun(run: RunRef, patch: RunEvidencePatch): Promise<void>;
+  /**
+   * The binding of an action id (else the newest binding of a run id). With `tenantId` (null:
+   * no tenant) only that tenant's bindings are searched; without it, every tenant's, and an id
+   * bound by more than one tenant rejects with AmbiguousEvidenceError rather than guess.
+   */
+  evidence(actionIdOrRunId: string, tenantId?: string | null): Promise<RunEvidence | null>;
   /** Bindings whose run has not reached a terminal state and whose evidence is not lost. */
   openRuns(): Promise<RunEvidence[]>;
 

@@ -7,6 +7,8 @@ import { describe, expect, it } from 'vitest';
 import { LEDGER_BACKENDS } from '../helpers/ledgers.js';
 import { acceptedFinals, acceptedRunning, bridgeEnvFactory, callTool, hermesStarts, newSessionId, postsOf, scripts } from '../helpers/bridge-env.js';
 import type { BridgeEnv } from '../helpers/bridge-env.js';
+import { ENDPOINT } from '../helpers/harness.js';
+import { providerKeyOf } from '../helpers/provider-key.js';
 
 const startEnv = bridgeEnvFactory();
 
@@ -48,7 +50,7 @@ describe.each(LEDGER_BACKENDS)('a redelivered tool-use event ($name ledger)', (b
     expectOneOfEach(env, sessionId, use.tool_use_id);
     const record = await env.ledger.job(sessionId, use.tool_use_id);
     expect(record).toMatchObject({ state: 'done', kickoff: 'accepted', final_status: 'completed' });
-    expect(hermesStarts(env.hermes)[0]?.headers['idempotency-key']).toBe(record?.idempotency_key);
+    expect(hermesStarts(env.hermes)[0]?.headers['idempotency-key']).toBe(providerKeyOf(`cap:hermes_agent:${ENDPOINT}:run_start`, record?.idempotency_key ?? ''));
   });
 
   it('delivered again after the job finished: nothing more is started or posted', async () => {

@@ -73,7 +73,7 @@ describe('cancel()', () => {
     const second = await cancel(h, action);
     const stops = h.sim.requests.slice(before);
     expect(stops).toHaveLength(1);
-    expect(stops[0]?.headers['idempotency-key']).toMatch(/^aip-cancel-[0-9a-f]{40}$/);
+    expect(stops[0]?.headers['idempotency-key']).toMatch(/^aip1-[0-9a-f]{64}$/);
     expect(second?.output).toEqual(first?.output);
     expect(second?.receipt).toMatchObject({ replayed: true, original_action_id: action.id });
   });

@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import type { ExecutionContext } from 'aip-connector-hermes-agent';
 import type { RecordedRequest } from 'aip-connector-hermes-agent/simulator';
 import { API_KEY, eventually, grantFor, nextId, script, harnessFactory, type Harness } from '../helpers/harness.js';
+import { providerKeyOf } from '../helpers/provider-key.js';
 
 const PREFIX = 'connector.hermes_agent.';
 const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
@@ -101,7 +102,7 @@ describe('headers per operation with a full trusted context', () => {
     expect(request?.method).toBe('POST');
     expect(request?.rawPath).toBe('/v1/runs');
     expectHeaders(request, {
-      ...base('application/json', { 'content-type': 'application/json', 'idempotency-key': 'idem-start-1', 'x-hermes-session-key': 'memory-scope-1' }),
+      ...base('application/json', { 'content-type': 'application/json', 'idempotency-key': providerKeyOf(h.cap('run_start'), 'idem-start-1', 'tenant-42'), 'x-hermes-session-key': 'memory-scope-1' }),
       ...aipHeaders(true),
     });
     expect(request?.headers['content-length']).toBe(String(Buffer.byteLength(request?.body ?? '')));
@@ -127,7 +128,7 @@ describe('headers per operation with a full trusted context', () => {
     const h = await harness();
     const runId = await h.startRun({ input: 'hi', sim_script: script.quick() });
     const [request] = await during(h, () => h.invoke({ capability_id: h.cap('run_status'), input: { run_id: runId }, idempotency_key: 'idem-read-1' }, TRUSTED));
-    expectHeaders(request, { ...base('application/json', { 'idempotency-key': 'idem-read-1' }), ...aipHeaders(false) });
+    expectHeaders(request, { ...base('application/json', { 'idempotency-key': providerKeyOf(h.cap('run_status'), 'idem-read-1', 'tenant-42') }), ...aipHeaders(false) });
   });
 
   it('run_events: Accept text/event-stream', async () => {
@@ -158,7 +159,7 @@ describe('headers per operation with a full trusted context', () => {
     });
     expect(rest).toHaveLength(0);
     expect(`${request?.method} ${request?.rawPath}`).toBe(`POST /v1/runs/${runId}/approval`);
-    expectHeaders(request, { ...base('application/json', { 'content-type': 'application/json', 'idempotency-key': 'idem-approval-1' }), ...aipHeaders(true) });
+    expectHeaders(request, { ...base('application/json', { 'content-type': 'application/json', 'idempotency-key': providerKeyOf(h.cap('run_approval'), 'idem-approval-1', 'tenant-42') }), ...aipHeaders(true) });
     expect(request?.body).toBe('{"choice":"once"}');
   });
 
@@ -175,14 +176,14 @@ describe('headers per operation with a full trusted context', () => {
     });
     expect(rest).toHaveLength(0);
     expect(`${request?.method} ${request?.rawPath}`).toBe(`POST /v1/runs/${runId}/stop`);
-    expectHeaders(request, { ...base('application/json', { 'idempotency-key': 'idem-stop-1' }), ...aipHeaders(true) });
+    expectHeaders(request, { ...base('application/json', { 'idempotency-key': providerKeyOf(h.cap('run_stop'), 'idem-stop-1', 'tenant-42') }), ...aipHeaders(true) });
     expectNoBody(request);
   });
 
   it('without a context or delegation chain: no X-AIP header at all', async () => {
     const h = await harness();
     const [request] = await during(h, () => h.invoke({ capability_id: h.cap('run_start'), input: { body: { input: 'hi', sim_script: script.quick() } }, idempotency_key: 'idem-bare' }));
-    expectHeaders(request, base('application/json', { 'content-type': 'application/json', 'idempotency-key': 'idem-bare' }));
+    expectHeaders(request, base('application/json', { 'content-type': 'application/json', 'idempotency-key': providerKeyOf(h.cap('run_start'), 'idem-bare') }));
   });
 });
 
@@ -211,7 +212,7 @@ describe('nothing in action.input sets a header, the endpoint or the URL', () =>
     const [request] = requests;
     expect(`${request?.method} ${request?.rawPath}`).toBe('POST /v1/runs');
     expectHeaders(request, {
-      ...base('application/json', { 'content-type': 'application/json', 'idempotency-key': 'idem-real' }),
+      ...base('application/json', { 'content-type': 'application/json', 'idempotency-key': providerKeyOf(h.cap('run_start'), 'idem-real') }),
       'x-aip-trace-id': 'trace-real',
       'x-aip-correlation-id': 'trace-real',
     });

@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import type { AipActionResult, ExecutionContext } from 'aip-connector-hermes-agent';
 import { API_KEY, eventually, grantFor, nextId, script, harnessFactory, type Harness, type HarnessOptions } from '../helpers/harness.js';
+import { providerKeyOf } from '../helpers/provider-key.js';
 
 const PREFIX = 'connector.hermes_agent.';
 const RUN_ID = /^run_[0-9a-f]{32}$/;
@@ -58,7 +59,7 @@ describe('later profile', () => {
     const first = await start(h, body, key);
     expect(first.status, JSON.stringify(first.error)).toBe('completed');
     const runId = (first.output as { run_id: string }).run_id;
-    expect(h.sim.run(runId)?.idempotencyKey).toBe(key);
+    expect(h.sim.run(runId)?.idempotencyKey).toBe(providerKeyOf(h.cap('run_start'), key));
 
     const second = await start(h, structuredClone(body), key);
     expect(second.status, JSON.stringify(second.error)).toBe('completed');
@@ -71,7 +72,7 @@ describe('later profile', () => {
 
     const starts = h.sim.requests.filter((request) => request.method === 'POST' && request.rawPath === '/v1/runs');
     expect(starts).toHaveLength(1);
-    expect(starts[0]?.headers['idempotency-key']).toBe(key);
+    expect(starts[0]?.headers['idempotency-key']).toBe(providerKeyOf(h.cap('run_start'), key));
   });
 
   it('a newer Hermes enforces the forwarded Idempotency-Key too: a connector that lost its ledger gets the same run back, or a provider conflict', async () => {

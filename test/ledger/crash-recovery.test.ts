@@ -12,6 +12,7 @@ import { createHermesConnector, type AipActionResult, type HermesConnector, type
 import { API_KEY, ENDPOINT, eventually, harnessFactory, nextId, script } from '../helpers/harness.js';
 import { INSPECTABLE_BACKENDS } from '../helpers/ledger-stores.js';
 import { startBlackHole } from '../helpers/ledger-black-hole.js';
+import { providerKeyOf } from '../helpers/provider-key.js';
 
 const PREFIX = 'connector.hermes_agent.';
 const FIXTURE = fileURLToPath(new URL('./fixtures/start-in-child.mjs', import.meta.url));
@@ -86,7 +87,7 @@ describe.each(INSPECTABLE_BACKENDS)('crash recovery: $name ledger', (backend) =>
     expect(inFlight).toMatchObject({ state: 'in_flight', action_id: childAction.id, result: null });
     expect(inFlight?.lease_owner).toContain(`:${child.process.pid}:`);
     const sent = hole.received.find((request) => request.url === '/v1/runs');
-    expect(sent?.headers['idempotency-key']).toBe(key);
+    expect(sent?.headers['idempotency-key']).toBe(providerKeyOf(START_CAPABILITY, key));
     expect(JSON.parse(sent?.body ?? 'null')).toEqual(body);
 
     child.process.kill('SIGKILL');
@@ -101,7 +102,7 @@ describe.each(INSPECTABLE_BACKENDS)('crash recovery: $name ledger', (backend) =>
     expect(first.error).toMatchObject({ code: `${PREFIX}outcome_unknown`, category: 'connector', retryable: false });
     expect(first.error?.details?.uncertain_outcome).toBe(true);
     expect(first.error?.details?.original_action_id).toBe(childAction.id);
-    expect(first.receipt).toEqual({ replayed: true, original_action_id: childAction.id });
+    expect(first.receipt).toEqual({ replayed: true, replayed_by: 'connector', original_action_id: childAction.id });
     expect(h.sim.requests.filter((request) => request.method === 'POST' && request.path === '/v1/runs')).toHaveLength(0);
     expect(h.sim.startCount()).toBe(0);
 

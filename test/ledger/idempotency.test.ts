@@ -13,6 +13,7 @@ import { API_KEY, ENDPOINT, eventually, grantFor, harnessFactory, nextId, script
 import { LEDGER_BACKENDS } from '../helpers/ledgers.js';
 import { gateSettlesUntilInFlightSeen } from '../helpers/ledger-gate.js';
 import { startBlackHole } from '../helpers/ledger-black-hole.js';
+import { providerKeyOf } from '../helpers/provider-key.js';
 
 const PREFIX = 'connector.hermes_agent.';
 const TTL = 24 * 60 * 60 * 1000;
@@ -34,7 +35,7 @@ const runIdOf = (result: AipActionResult) => (result.output as { run_id: string 
 
 /** What a replay must be: the original, under the new action id, marked replayed with the original action id. */
 function replayOf(original: AipActionResult, actionId: string): AipActionResult {
-  return { ...original, action_id: actionId, receipt: { ...original.receipt!, replayed: true, original_action_id: original.action_id } };
+  return { ...original, action_id: actionId, receipt: { ...original.receipt!, replayed: true, replayed_by: 'connector', original_action_id: original.action_id } };
 }
 
 function expectCompletedFresh(result: AipActionResult): void {
@@ -460,9 +461,9 @@ describe.each(LEDGER_BACKENDS)('idempotency through the connector: $name ledger'
     expectCompletedFresh(await approve(h, { run_id: runId, choice: 'deny' }, approvalKey));
     const stopKey = nextId('key');
     await stop(h, runId, stopKey);
-    expect(startPosts(h).map((request) => request.headers['idempotency-key'])).toEqual([startKey]);
-    expect(posts(h, `/v1/runs/${runId}/approval`).map((request) => request.headers['idempotency-key'])).toEqual([approvalKey]);
-    expect(posts(h, `/v1/runs/${runId}/stop`).map((request) => request.headers['idempotency-key'])).toEqual([stopKey]);
+    expect(startPosts(h).map((request) => request.headers['idempotency-key'])).toEqual([providerKeyOf(h.cap('run_start'), startKey)]);
+    expect(posts(h, `/v1/runs/${runId}/approval`).map((request) => request.headers['idempotency-key'])).toEqual([providerKeyOf(h.cap('run_approval'), approvalKey)]);
+    expect(posts(h, `/v1/runs/${runId}/stop`).map((request) => request.headers['idempotency-key'])).toEqual([providerKeyOf(h.cap('run_stop'), stopKey)]);
   });
 });
 

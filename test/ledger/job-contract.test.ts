@@ -10,6 +10,7 @@ import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { createSqliteLedger, type BridgeJob, type RunLedger } from 'aip-connector-hermes-agent';
 import { LEDGER_BACKENDS } from '../helpers/ledgers.js';
+import { MIGRATIONS } from '../../src/ledger/migrations.js';
 
 const T0 = 1_800_000_000_000;
 const LEASE = 30_000;
@@ -129,12 +130,9 @@ describe('a SQLite ledger written before job leases existed (schema version 2)',
     const path = join(dir, 'ledger.db');
     try {
       const db = new Database(path);
+      for (const migration of MIGRATIONS.filter((m) => m.version <= 2)) for (const statement of migration.statements) db.exec(statement);
       db.exec(`CREATE TABLE ledger_schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL);
         INSERT INTO ledger_schema_migrations VALUES (1, ${T0}), (2, ${T0});
-        CREATE TABLE herm_jobs (session_id TEXT NOT NULL, tool_use_id TEXT NOT NULL, tool_name TEXT NOT NULL, tool_input TEXT NOT NULL,
-          action_id TEXT NOT NULL, idempotency_key TEXT NOT NULL, run_id TEXT, state TEXT NOT NULL, kickoff TEXT NOT NULL,
-          kickoff_event_id TEXT, final_status TEXT, final_event_id TEXT, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL,
-          PRIMARY KEY (session_id, tool_use_id));
         INSERT INTO herm_jobs VALUES ('sesn_old', 'toolu_old', 'hermes_run', '{"prompt":"Render"}', 'herm_old', 'herm-key-old',
           'run_old', 'running', 'accepted', 'evt_k', NULL, NULL, ${T0}, ${T0});`);
       db.close();
@@ -144,7 +142,7 @@ describe('a SQLite ledger written before job leases existed (schema version 2)',
       expect(await ledger.claimJob('sesn_old', 'toolu_old', 'bridge-a', T0, T0 + LEASE)).toMatchObject({ lease_owner: 'bridge-a' });
       await ledger.close();
       const check = new Database(path, { readonly: true });
-      expect(check.prepare('SELECT version FROM ledger_schema_migrations ORDER BY version').all()).toEqual([{ version: 1 }, { version: 2 }, { version: 3 }]);
+      expect(check.prepare('SELECT version FROM ledger_schema_migrations ORDER BY version').all()).toEqual(MIGRATIONS.map(({ version }) => ({ version })));
       check.close();
     } finally {
       rmSync(dir, { recursive: true, force: true });

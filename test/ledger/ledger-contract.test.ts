@@ -366,25 +366,21 @@ describe.each(LEDGER_BACKENDS)('RunLedger contract: $name', (backend) => {
       const binding = evidenceOf();
       await ledger.recordRun(binding);
 
-      await ledger.updateRun(binding.run_id, 'local', { updated_at: T0 + 1 });
+      await ledger.updateRun({ run_id: binding.run_id, endpoint_id: 'local', tenant_id: binding.tenant_id }, { updated_at: T0 + 1 });
       expect(await ledger.evidence(binding.action_id)).toEqual({ ...binding, updated_at: T0 + 1 });
 
-      await ledger.updateRun(binding.run_id, 'local', { updated_at: T0 + 2, last_status: 'running' });
+      await ledger.updateRun({ run_id: binding.run_id, endpoint_id: 'local', tenant_id: binding.tenant_id }, { updated_at: T0 + 2, last_status: 'running' });
       expect(await ledger.evidence(binding.action_id)).toEqual({ ...binding, updated_at: T0 + 2, last_status: 'running' });
 
-      await ledger.updateRun(binding.run_id, 'local', { updated_at: T0 + 3, terminal_event: 'run.completed' });
-      expect(await ledger.evidence(binding.action_id)).toEqual({ ...binding, updated_at: T0 + 3, last_status: 'running', terminal_event: 'run.completed' });
-
-      await ledger.updateRun(binding.run_id, 'local', { updated_at: T0 + 4, evidence_lost: true });
-      const expected = { ...binding, updated_at: T0 + 4, last_status: 'running', terminal_event: 'run.completed', evidence_lost: true };
-      expect(await ledger.evidence(binding.action_id)).toEqual(expected);
+      await ledger.updateRun({ run_id: binding.run_id, endpoint_id: 'local', tenant_id: binding.tenant_id }, { updated_at: T0 + 4, evidence_lost: true });
+      expect(await ledger.evidence(binding.action_id)).toEqual({ ...binding, updated_at: T0 + 4, last_status: 'running', evidence_lost: true });
     });
 
     it('updateRun: a field present but undefined is not given either (COALESCE, as the SQL backends do)', async () => {
       const ledger = await fresh();
       const binding = evidenceOf({ last_status: 'running', terminal_event: 'run.completed', evidence_lost: true });
       await ledger.recordRun(binding);
-      await ledger.updateRun(binding.run_id, 'local', { updated_at: T0 + 5, last_status: undefined, terminal_event: undefined, evidence_lost: undefined });
+      await ledger.updateRun({ run_id: binding.run_id, endpoint_id: 'local', tenant_id: binding.tenant_id }, { updated_at: T0 + 5, last_status: undefined, terminal_event: undefined, evidence_lost: undefined });
       expect(await ledger.evidence(binding.action_id)).toEqual({ ...binding, updated_at: T0 + 5 });
     });
 
@@ -392,7 +388,7 @@ describe.each(LEDGER_BACKENDS)('RunLedger contract: $name', (backend) => {
       const ledger = await fresh();
       const binding = evidenceOf();
       await ledger.recordRun(binding);
-      await ledger.updateRun(binding.run_id, 'other-endpoint', { updated_at: T0 + 9, last_status: 'completed' });
+      await ledger.updateRun({ run_id: binding.run_id, endpoint_id: 'other-endpoint', tenant_id: binding.tenant_id }, { updated_at: T0 + 9, last_status: 'completed' });
       expect(await ledger.evidence(binding.action_id)).toEqual(binding);
     });
 
@@ -404,7 +400,7 @@ describe.each(LEDGER_BACKENDS)('RunLedger contract: $name', (backend) => {
       const second = evidenceOf({ run_id: first.run_id });
       await ledger.recordRun(first);
       await ledger.recordRun(second);
-      await ledger.updateRun(first.run_id, 'local', { updated_at: T0 + 7, last_status: 'completed' });
+      await ledger.updateRun({ run_id: first.run_id, endpoint_id: 'local', tenant_id: first.tenant_id }, { updated_at: T0 + 7, last_status: 'completed' });
       expect(await ledger.evidence(first.action_id)).toEqual({ ...first, updated_at: T0 + 7, last_status: 'completed' });
       expect(await ledger.evidence(second.action_id)).toEqual({ ...second, updated_at: T0 + 7, last_status: 'completed' });
       for (const other of others) expect(await ledger.evidence(other.action_id)).toEqual(other);
@@ -419,7 +415,7 @@ describe.each(LEDGER_BACKENDS)('RunLedger contract: $name', (backend) => {
       expect(await ledger.evidence(binding.action_id)).toEqual(moved);
       expect(await ledger.evidence(moved.run_id)).toEqual(moved);
       expect(await ledger.evidence(binding.run_id)).toBeNull();
-      await ledger.updateRun(binding.run_id, 'local', { updated_at: T0 + 9, last_status: 'completed' });
+      await ledger.updateRun({ run_id: binding.run_id, endpoint_id: 'local', tenant_id: binding.tenant_id }, { updated_at: T0 + 9, last_status: 'completed' });
       expect(await ledger.evidence(binding.action_id)).toEqual(moved);
     });
 
@@ -427,7 +423,7 @@ describe.each(LEDGER_BACKENDS)('RunLedger contract: $name', (backend) => {
       const ledger = await fresh();
       const binding = evidenceOf();
       await ledger.recordRun(binding);
-      await ledger.updateRun('run_unknown', 'local', { updated_at: T0 + 9, last_status: 'completed' });
+      await ledger.updateRun({ run_id: 'run_unknown', endpoint_id: 'local', tenant_id: binding.tenant_id }, { updated_at: T0 + 9, last_status: 'completed' });
       expect(await ledger.evidence(binding.action_id)).toEqual(binding);
       expect(await ledger.evidence('run_unknown')).toBeNull();
     });
@@ -449,8 +445,8 @@ describe.each(LEDGER_BACKENDS)('RunLedger contract: $name', (backend) => {
       expect(sortByAction(await ledger.openRuns())).toEqual(sortByAction(open));
 
       // An update that makes a run terminal or lost takes it out.
-      await ledger.updateRun(open[0]!.run_id, 'local', { updated_at: T0 + 20, last_status: 'completed', terminal_event: 'run.completed' });
-      await ledger.updateRun(open[1]!.run_id, 'local', { updated_at: T0 + 20, evidence_lost: true });
+      await ledger.updateRun({ run_id: open[0]!.run_id, endpoint_id: 'local', tenant_id: open[0]!.tenant_id }, { updated_at: T0 + 20, last_status: 'completed', terminal_event: 'run.completed' });
+      await ledger.updateRun({ run_id: open[1]!.run_id, endpoint_id: 'local', tenant_id: open[1]!.tenant_id }, { updated_at: T0 + 20, evidence_lost: true });
       expect(sortByAction(await ledger.openRuns())).toEqual(sortByAction(open.slice(2)));
     });
 

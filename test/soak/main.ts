@@ -41,6 +41,7 @@ import {
 } from 'aip-connector-hermes-agent';
 import { startHermesSimulator, type HermesSimulator, type RunStep, type SimulatorRoute } from 'aip-connector-hermes-agent/simulator';
 import { assertMatches } from '../helpers/schema-check.js';
+import { providerKeyOf } from '../helpers/provider-key.js';
 
 // ---- options ---------------------------------------------------------------------------------
 
@@ -409,7 +410,8 @@ async function soakRound(options: { seconds: number; concurrency: number; maxLif
     for (const entry of results.values()) {
       const result = entry.result;
       if (!entry.key || !result || result.status === 'completed' || result.error?.details?.uncertain_outcome === true) continue;
-      freed.set(entry.key, (freed.get(entry.key) ?? 0) + 1);
+      const sentAs = providerKeyOf(cap(entry.operation), entry.key);
+      freed.set(sentAs, (freed.get(sentAs) ?? 0) + 1);
     }
     const duplicates = [...posts].filter(([key, count]) => count > 1 + (freed.get(key) ?? 0));
     stats.keys = posts.size;
