@@ -1,0 +1,56 @@
+import type { Telemetry } from '../telemetry.js';
+import { endSpan } from '../telemetry.js';
+import type { RunLedger } from './types.js';
+
+type LedgerMethod = { [K in keyof RunLedger]: RunLedger[K] extends (...args: never[]) => Promise<unknown> ? K : never }[keyof RunLedger];
+
+/** Every RunLedger method; the `satisfies` check and a test keep the list complete. */
+export const LEDGER_METHODS = [
+  'claim',
+  'get',
+  'renewLease',
+  'settle',
+  'release',
+  'settleAbandoned',
+  'purgeExpired',
+  'useGrant',
+  'recordRun',
+  'updateRun',
+  'evidence',
+  'openRuns',
+  'createJob',
+  'updateJob',
+  'job',
+  'unfinishedJobs',
+  'claimJob',
+  'renewJobLease',
+  'close',
+] as const satisfies readonly LedgerMethod[];
+
+/**
+ * The ledger with a span (`aip.ledger <method>`, a child of the active context) and an
+ * `aip.ledger.operation.duration` point per call. Arguments and results are never recorded:
+ * they hold tenant data and stored results.
+ */
+export function instrumentLedger(ledger: RunLedger, telemetry: Telemetry): RunLedger {
+  const instrumented = Object.create(ledger) as RunLedger;
+  for (const method of LEDGER_METHODS) {
+    const call = (ledger[method] as (...args: unknown[]) => Promise<unknown>).bind(ledger);
+    const attributes = { 'aip.ledger.backend': ledger.kind, 'aip.ledger.method': method };
+    (instrumented as unknown as Record<string, unknown>)[method] = async (...args: unknown[]) => {
+      const span = telemetry.startInternal(`aip.ledger ${method}`, undefined, attributes);
+      const started = performance.now();
+      let errorType: string | undefined;
+      try {
+        return await call(...args);
+      } catch (error) {
+        errorType = error instanceof Error ? error.name : 'unknown';
+        throw error;
+      } finally {
+        endSpan(span, errorType);
+        telemetry.ledgerDuration.record((performance.now() - started) / 1000, errorType === undefined ? attributes : { ...attributes, 'error.type': errorType });
+      }
+    };
+  }
+  return instrumented;
+}
