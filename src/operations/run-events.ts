@@ -81,6 +81,7 @@ async function readStream(call: OperationCall<RunEventsInput>, response: Provide
         if (terminal) return { kind: 'terminal' };
         if (output.events.length >= maxEvents) return { kind: 'truncated' };
       }
+      if (decoder.failure) throw decoder.failure;
     }
     return { kind: 'closed' };
   } catch (error) {
