@@ -1,5 +1,7 @@
 import { createParser, type EventSourceMessage, type EventSourceParser } from 'eventsource-parser';
 import { HermesFailure } from './failures.js';
+import { MAX_PROVIDER_JSON_DEPTH, parseProviderJson, type ProviderJsonRefused } from './provider-json.js';
+import { redactText } from './secret.js';
 import type { HermesSseEvent } from './types.js';
 import { StrictUtf8Decoder, type InvalidUtf8 } from './utf8.js';
 
@@ -37,6 +39,7 @@ const FRAME_ENDS = [Buffer.from('\n\n'), Buffer.from('\r\r'), Buffer.from('\n\r'
 export class SseDecoder {
   readonly #limits: SseDecoderLimits;
   readonly #endpointId: string;
+  readonly #secret: string | undefined;
   readonly #utf8 = new StrictUtf8Decoder();
   readonly #parser: EventSourceParser;
   #items: SseItem[] = [];
@@ -46,9 +49,11 @@ export class SseDecoder {
   #swallowLeadingLf = false;
   #failure: HermesFailure | undefined;
 
-  constructor(limits: SseDecoderLimits, endpointId: string) {
+  /** `secret`, the endpoint's key, is redacted from every event (name, id, data) before it leaves the decoder. */
+  constructor(limits: SseDecoderLimits, endpointId: string, secret?: string) {
     this.#limits = limits;
     this.#endpointId = endpointId;
+    this.#secret = secret;
     this.#parser = createParser({ onEvent: (message) => this.#onMessage(message) });
   }
 
@@ -163,9 +168,10 @@ export class SseDecoder {
     }
     let data: unknown;
     try {
-      data = JSON.parse(message.data);
-    } catch {
-      this.#failure = this.#invalid('an SSE frame whose data is not JSON');
+      data = parseProviderJson(message.data, this.#secret);
+    } catch (error) {
+      const tooDeep = (error as ProviderJsonRefused).reason === 'too_deep';
+      this.#failure = this.#invalid(tooDeep ? `an SSE frame whose data is nested more than ${MAX_PROVIDER_JSON_DEPTH} levels deep` : 'an SSE frame whose data is not JSON');
       return;
     }
     if (data === null || typeof data !== 'object' || Array.isArray(data)) {
@@ -178,8 +184,9 @@ export class SseDecoder {
       this.#failure = this.#invalid('an SSE frame without an event name');
       return;
     }
-    const event: HermesSseEvent = { event: name, data: record };
-    if (message.id !== undefined) event.id = message.id;
+    const secret = this.#secret;
+    const event: HermesSseEvent = { event: secret === undefined ? name : redactText(name, secret), data: record };
+    if (message.id !== undefined) event.id = secret === undefined ? message.id : redactText(message.id, secret);
     this.#items.push(event);
   }
 

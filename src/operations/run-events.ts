@@ -4,6 +4,7 @@ import { ERROR_CODE_PREFIX } from '../package-info.js';
 import { buildHeaders } from '../headers.js';
 import { failureFromResponse, isEventStreamContentType, isSuccess, sendRequest, transportErrorCode, transportFailure, type ProviderResponse } from '../http.js';
 import { schemaCatalog } from '../schemas.js';
+import { redactText } from '../secret.js';
 import { SseDecoder, isSseDone } from '../sse.js';
 import type { HermesSseEvent, RunEventsOutput } from '../types.js';
 import { checkRunId, runPath, type Operation, type OperationCall, type OperationOutcome } from './operation.js';
@@ -65,7 +66,8 @@ async function readStream(call: OperationCall<RunEventsInput>, response: Provide
   }
   const { limits } = call.config;
   const maxEvents = call.input.max_events ?? limits.defaultMaxEvents;
-  const decoder = new SseDecoder({ maxFrameBytes: limits.maxSseFrameBytes, maxStreamBytes: limits.maxStreamResponseBytes }, call.endpoint.id);
+  const secret = call.endpoint.apiKey?.reveal();
+  const decoder = new SseDecoder({ maxFrameBytes: limits.maxSseFrameBytes, maxStreamBytes: limits.maxStreamResponseBytes }, call.endpoint.id, secret);
   const text: string[] = [];
   try {
     // Leaving this loop early (return or throw) destroys the body and so closes the socket.
@@ -88,7 +90,9 @@ async function readStream(call: OperationCall<RunEventsInput>, response: Provide
     if (error instanceof HermesFailure || scope.cause !== undefined) throw transportFailure(error, scope, call.endpoint.id, 'body', output.http_status);
     return { kind: 'broken', transportCode: transportErrorCode(error) };
   } finally {
-    output.text = text.join('');
+    // Each event is redacted already; a key split across deltas only appears once they are joined.
+    const joined = text.join('');
+    output.text = secret === undefined ? joined : redactText(joined, secret);
   }
 }
 

@@ -267,6 +267,39 @@ describe('invalid UTF-8', () => {
   });
 });
 
+describe('provider JSON nested deeper than 256 levels', () => {
+  /** The operation's 2xx body with an `output` member that brings the whole value to `depth` levels. */
+  const nestedBody = (operation: Operation, depth: number) => JSON.stringify({ ...OK_BODY[operation].body, output: '@' }).replace('"@"', `${'['.repeat(depth - 1)}${']'.repeat(depth - 1)}`);
+
+  it.each(JSON_OPERATIONS)('%s: 256 levels are used; 257 → invalid_response (uncertain for mutations)', async (operation) => {
+    const { status } = OK_BODY[operation];
+    const { connector } = await rig((exchange) => exchange.respond(status, nestedBody(operation, exchange.request.headers['x-aip-trace-id'] === 'deep' ? 257 : 256), { 'Content-Type': JSON_TYPE }));
+    expect((await invokeValid(connector, operation)).status).toBe('completed');
+    const deep = await invokeValid(connector, operation, { context: { traceId: 'deep' } });
+    expectError(deep, { code: 'invalid_response', category: 'connector', retryable: false, uncertain: !isRead(operation), remote_status: status });
+    expect(deep.output).toBeUndefined();
+  });
+
+  it('run_status: a 16 MiB body of brackets → invalid_response, and the result can be serialised', async () => {
+    const half = 8 * 1024 * 1024 - 64;
+    const { connector } = await rig((exchange) => exchange.respond(200, `{"run_id": "r", "status": "running", "output": ${'['.repeat(half)}${']'.repeat(half)}}`, { 'Content-Type': JSON_TYPE }));
+    const result = await invokeValid(connector, 'run_status', { context: { deadline: soon(15_000) } });
+    expectError(result, { code: 'invalid_response', retryable: false, uncertain: false, remote_status: 200 });
+    expect(() => JSON.stringify(result)).not.toThrow();
+  });
+
+  it('run_events: a frame nested 257 levels deep → invalid_response after the events before it; 256 levels are used', async () => {
+    const frameAt = (depth: number) => `data: {"event": "tool.completed", "output": ${'['.repeat(depth - 1)}${']'.repeat(depth - 1)}}\n\n`;
+    const body = (depth: number) => `${frame({ event: 'message.delta', delta: 'a' })}${frameAt(depth)}${frame({ event: 'run.completed' })}`;
+    const fine = await readEvents((exchange) => exchange.respond(200, body(256), { 'Content-Type': SSE_TYPE }));
+    expect(fine.result.status).toBe('completed');
+    const { result, chunks, output } = await readEvents((exchange) => exchange.respond(200, body(257), { 'Content-Type': SSE_TYPE }));
+    expectError(result, { code: 'invalid_response', retryable: false, uncertain: false, remote_status: 200 });
+    expect(output?.events.map((event) => event.event)).toEqual(['message.delta']);
+    expect(chunks.map((chunk) => chunk.kind)).toEqual(['data', 'error']);
+  });
+});
+
 describe('redirects to another origin are never followed', () => {
   const cases = OPERATIONS.flatMap((operation) => [301, 302, 303, 307, 308].map((status) => [operation, status] as const));
 
