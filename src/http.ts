@@ -89,27 +89,7 @@ export async function sendRequest(
  * the call must not wait that long. A response that still comes is released.
  */
 function untilAborted(pending: Promise<ProviderResponse>, scope: CallScope): Promise<ProviderResponse> {
-  if (scope.aborted) {
-    pending.then((response) => response.body.destroy(), ignore);
-    return Promise.reject(scope.reason);
-  }
-  return new Promise((resolve, reject) => {
-    const onAbort = () => {
-      pending.then((response) => response.body.destroy(), ignore);
-      reject(scope.reason);
-    };
-    scope.signal.once('abort', onAbort);
-    pending.then(
-      (response) => {
-        scope.signal.off('abort', onAbort);
-        resolve(response);
-      },
-      (error: unknown) => {
-        scope.signal.off('abort', onAbort);
-        reject(error);
-      },
-    );
-  });
+  return scope.race(pending, (response) => response.body.destroy());
 }
 
 /**

@@ -77,9 +77,9 @@ async function readStream(call: OperationCall<RunEventsInput>, response: Provide
         if (scope.aborted) throw scope.reason;
         if (isSseDone(item)) return { kind: 'closed' };
         const terminal = TERMINAL_EVENTS.has(item.event);
-        record(output, item, text);
+        record(output, item, text, terminal);
         const published = call.publisher.publishEvent(item, terminal);
-        if (published) await published;
+        if (published) await untilPublished(published, call, scope, output.http_status);
         if (terminal) return { kind: 'terminal' };
         if (output.events.length >= maxEvents) return { kind: 'truncated' };
       }
@@ -96,20 +96,42 @@ async function readStream(call: OperationCall<RunEventsInput>, response: Provide
   }
 }
 
-function record(output: RunEventsOutput, event: HermesSseEvent, text: string[]): void {
+/** Records an event as soon as it is read, so that a result cut short later still shows it (and the run's end, if it was seen). */
+function record(output: RunEventsOutput, event: HermesSseEvent, text: string[], terminal: boolean): void {
   output.events.push(event);
   if (event.event === 'message.delta' && typeof event.data.delta === 'string') text.push(event.data.delta);
+  if (terminal) {
+    output.terminal = true;
+    output.terminal_event = event.event;
+  }
+}
+
+/**
+ * Waits for the host's onChunk, but no longer than the call may last: a host that never returns
+ * ends the call as its deadline, cancellation or the connector's close would, and the failure
+ * names the chunk it was given.
+ */
+async function untilPublished(published: Promise<void>, call: OperationCall<RunEventsInput>, scope: CallScope, remoteStatus: number): Promise<void> {
+  const sequence = call.publisher.sent - 1;
+  try {
+    await scope.race(published);
+  } catch (error) {
+    if (error !== scope.reason) throw error;
+    const ended = transportFailure(error, scope, call.endpoint.id, 'body', remoteStatus);
+    throw new HermesFailure(ended.code, `${ended.message}, while the host's stream publisher (onChunk) had not returned chunk ${sequence}`, {
+      effect: ended.effect,
+      remoteStatus,
+      details: { ...ended.details, stalled_chunk_sequence: sequence },
+    });
+  }
 }
 
 async function settle(call: OperationCall<RunEventsInput>, output: RunEventsOutput, end: StreamEnd): Promise<OperationOutcome> {
   const runId = call.input.run_id;
   const message = output.text === '' ? undefined : [{ type: 'text' as const, text: output.text }];
   if (end.kind === 'terminal') {
-    const last = output.events[output.events.length - 1] as HermesSseEvent;
-    output.terminal = true;
-    output.terminal_event = last.event;
-    if (last.event === 'run.completed') return { status: 'completed', output, message };
-    if (last.event === 'run.cancelled') return { status: 'cancelled', output, message };
+    if (output.terminal_event === 'run.completed') return { status: 'completed', output, message };
+    if (output.terminal_event === 'run.cancelled') return { status: 'cancelled', output, message };
     return { status: 'failed', output, message, failure: new HermesFailure('stream_failed', `Hermes run \`${runId}\` failed (run.failed)`, { effect: 'known' }) };
   }
   if (end.kind === 'truncated') {

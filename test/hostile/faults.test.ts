@@ -404,6 +404,75 @@ describe('keepalive comments', () => {
   });
 });
 
+describe('an onChunk that never settles', () => {
+  const never = () => new Promise<void>(() => undefined);
+  /** Two events, then keepalives: the stream itself would go on until the deadline. */
+  const streamThenKeepalives: FaultHandler = async (exchange) => {
+    await exchange.head(200, { 'Content-Type': SSE_TYPE, 'Transfer-Encoding': 'chunked' });
+    await exchange.chunk(`${frame({ event: 'message.delta', delta: 'a' })}${frame({ event: 'message.delta', delta: 'b' })}`);
+    while ((await exchange.chunk(': keepalive\n\n')) && (await exchange.sleep(20)));
+  };
+  /** The promise, or a rejection once `ms` have passed: a hang fails the test instead of timing it out. */
+  const within = <T>(ms: number, promise: Promise<T>) =>
+    Promise.race([promise, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`still pending after ${ms} ms`)), ms).unref())]);
+  const stallAt = (sequence: number) => (chunk: AipStreamChunk) => (chunk.sequence === sequence ? never() : undefined);
+
+  it('the deadline ends the call: deadline_exceeded naming the stalled chunk, the events seen so far, one final chunk, the stream closed', async () => {
+    const { connector, server } = await rig(byRoute({ events: streamThenKeepalives, status: respondStatus('running') }));
+    const chunks: AipStreamChunk[] = [];
+    const result = await within(3_000, invokeValid(connector, 'run_events', { chunks, context: { deadline: soon(), onChunk: stallAt(0) } }));
+    expectError(result, { code: 'deadline_exceeded', category: 'temporary', retryable: false, uncertain: false, remote_status: 200 });
+    expect(result.error?.details?.stalled_chunk_sequence).toBe(0);
+    expect(result.error?.message).toContain('onChunk');
+    const output = result.output as EventsOutput;
+    expect([output.events.map((event) => event.event), output.terminal]).toEqual([['message.delta'], false]);
+    expect(chunks.map((chunk) => chunk.kind)).toEqual(['data', 'error']);
+    expect(await server.requestConnectionClosed(0)).toEqual({ byClient: true });
+    expect(server.requests).toHaveLength(1);
+  });
+
+  it('the caller aborting ends the call as cancelled; close() settles too', async () => {
+    const { connector } = await rig(byRoute({ events: streamThenKeepalives, status: respondStatus('running') }));
+    const controller = new AbortController();
+    let stalled!: () => void;
+    const reached = new Promise<void>((resolve) => (stalled = resolve));
+    const onChunk = (chunk: AipStreamChunk) => (chunk.sequence === 1 ? (stalled(), never()) : undefined);
+    const cancelled = invokeValid(connector, 'run_events', { context: { signal: controller.signal, deadline: soon(15_000), onChunk } });
+    await reached;
+    controller.abort();
+    const result = await within(3_000, cancelled);
+    expectError(result, { code: 'cancelled', status: 'cancelled', retryable: false, uncertain: false });
+    expect(result.error?.details?.stalled_chunk_sequence).toBe(1);
+
+    const { connector: closing } = await rig(byRoute({ events: streamThenKeepalives, status: respondStatus('running') }));
+    const pending = invokeValid(closing, 'run_events', { context: { deadline: soon(15_000), onChunk: stallAt(0) } });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await within(3_000, closing.close());
+    const closed = await within(1_000, pending);
+    expectError(closed, { code: 'cancelled', status: 'cancelled', retryable: false, uncertain: false });
+    expect(closed.error?.details?.stalled_chunk_sequence).toBe(0);
+  });
+
+  it('a stalled terminal chunk: deadline_exceeded, and the output says the run ended', async () => {
+    const body = `${frame({ event: 'message.delta', delta: 'a' })}${frame({ event: 'run.completed', output: 'a' })}`;
+    const { connector } = await rig(byRoute({ events: (exchange) => exchange.respond(200, body, { 'Content-Type': SSE_TYPE }) }));
+    const chunks: AipStreamChunk[] = [];
+    const result = await within(3_000, invokeValid(connector, 'run_events', { chunks, context: { deadline: soon(), onChunk: stallAt(1) } }));
+    expectError(result, { code: 'deadline_exceeded', retryable: false, uncertain: false });
+    expect(result.error?.details?.stalled_chunk_sequence).toBe(1);
+    expect(result.output).toMatchObject({ terminal: true, terminal_event: 'run.completed' });
+    expect(chunks.map((chunk) => chunk.kind)).toEqual(['data', 'done']);
+  });
+
+  it('a final error chunk that never settles does not hold the call past its deadline', async () => {
+    const { connector } = await rig();
+    const chunks: AipStreamChunk[] = [];
+    const result = await within(3_000, invokeValid(connector, 'run_events', { chunks, context: { deadline: soon(), onChunk: never } }));
+    expectError(result, { code: 'not_found', retryable: false, uncertain: false });
+    expect(chunks.map((chunk) => chunk.kind)).toEqual(['error']);
+  });
+});
+
 async function waitFor(check: () => boolean, attempts = 500): Promise<void> {
   for (let attempt = 0; attempt < attempts; attempt++) {
     if (check()) return;
