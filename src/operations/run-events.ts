@@ -19,6 +19,9 @@ const TERMINAL_EVENTS = new Set(['run.completed', 'run.failed', 'run.cancelled']
 /** Hermes looks for the run's stream for about a second before it answers; anything past this is a dead peer. */
 const SSE_HEADERS_TIMEOUT_MS = 30_000;
 
+/** undici's idle-body timer, set to sseIdleTimeoutMs: the stream ended without saying how the run did. */
+const IDLE_TIMEOUT_CODE = 'UND_ERR_BODY_TIMEOUT';
+
 /** How reading ended; `broken` is a connection that failed mid-body, which is as incomplete as a clean close. */
 type StreamEnd = { kind: 'terminal' | 'truncated' | 'closed' } | { kind: 'broken'; transportCode: string | undefined };
 
@@ -144,13 +147,19 @@ async function settle(call: OperationCall<RunEventsInput>, output: RunEventsOutp
     return { status: 'failed', output, message, failure };
   }
   output.reconciliation = await reconcile(call);
-  const how = end.kind === 'broken' ? `broke${end.transportCode ? ` (${end.transportCode})` : ''}` : 'closed';
+  const how = howItEnded(end, call.config.limits.sseIdleTimeoutMs);
   const failure = new HermesFailure(
     'stream_incomplete',
     `The event stream of run \`${runId}\` ${how} without a terminal event; its status was read for reconciliation`,
     { effect: 'known', details: end.kind === 'broken' && end.transportCode ? { transport_code: end.transportCode } : undefined },
   );
   return { status: 'failed', output, message, failure };
+}
+
+function howItEnded(end: StreamEnd, idleTimeoutMs: number): string {
+  if (end.kind !== 'broken') return 'closed';
+  if (end.transportCode === IDLE_TIMEOUT_CODE) return `was silent for longer than sseIdleTimeoutMs (${idleTimeoutMs} ms)`;
+  return `broke${end.transportCode ? ` (${end.transportCode})` : ''}`;
 }
 
 /** One status read after an incomplete stream; its failure is recorded, never thrown. */

@@ -390,6 +390,7 @@ describe('keepalive comments', () => {
     expect(await server.requestConnectionClosed(0)).toEqual({ byClient: true });
   });
 
+  // Not `transport`: the run is not known to have ended, so it is reconciled like any stream that ends without a terminal event.
   it('silence after the headers (not even a keepalive) past the idle timeout: stream_incomplete (the stream broke), reconciled', async () => {
     const silent: FaultHandler = async (exchange) => {
       await exchange.head(200, { 'Content-Type': SSE_TYPE, 'Transfer-Encoding': 'chunked' });
@@ -398,6 +399,7 @@ describe('keepalive comments', () => {
     const { result, chunks, server, output } = await readEvents(silent, { deadline: soon(10_000), limits: { sseIdleTimeoutMs: 150 } });
     expectError(result, { code: 'stream_incomplete', category: 'connector', retryable: false, uncertain: false });
     expect(result.error?.details?.transport_code).toBe('UND_ERR_BODY_TIMEOUT');
+    expect(result.error?.message).toContain('was silent for longer than sseIdleTimeoutMs (150 ms)');
     expect(output?.reconciliation?.http_status).toBe(200);
     expect(server.requests).toHaveLength(2);
     expectOneFinalChunk(chunks, 'error');
