@@ -118,6 +118,36 @@ export class CallScope {
     if (this.#reason) callback(this.#reason);
   }
 
+  /**
+   * `work`'s outcome, or a rejection with the abort's reason if the scope aborts first: nothing the
+   * scope bounds waits on a promise that may never settle. A value that still comes after the
+   * abort goes to `release`; a late rejection is handled.
+   */
+  race<T>(work: Promise<T>, release: (value: T) => void = ignore): Promise<T> {
+    if (this.#reason) {
+      work.then(release, ignore);
+      return Promise.reject(this.#reason);
+    }
+    const signal = this.signal;
+    return new Promise((resolve, reject) => {
+      const onAbort = () => {
+        work.then(release, ignore);
+        reject(this.#reason);
+      };
+      signal.once('abort', onAbort);
+      work.then(
+        (value) => {
+          signal.off('abort', onAbort);
+          resolve(value);
+        },
+        (error: unknown) => {
+          signal.off('abort', onAbort);
+          reject(error);
+        },
+      );
+    });
+  }
+
   /** For OpenCalls.close(). */
   closeCall(): void {
     this.#abort('closed');
@@ -142,3 +172,5 @@ export class CallScope {
     }
   }
 }
+
+function ignore(): void {}

@@ -1,5 +1,9 @@
+import { CallScope, type CallScopeOptions } from './call-scope.js';
 import { HermesFailure } from './failures.js';
 import type { AipMessagePart, AipStreamChunk, AipStreamChunkKind, ExecutionContext, HermesSseEvent } from './types.js';
+
+/** What ends an invocation (deadline, cancellation, the connector's close), and so any wait for the host. */
+export type PublicationBounds = Omit<CallScopeOptions, 'timeoutMs'>;
 
 /**
  * Publishes an invocation's stream chunks in order, awaiting the host's `onChunk` before
@@ -8,16 +12,24 @@ import type { AipMessagePart, AipStreamChunk, AipStreamChunkKind, ExecutionConte
 export class ChunkPublisher {
   readonly #actionId: string;
   readonly #onChunk: ExecutionContext['onChunk'];
+  readonly #bounds: PublicationBounds | undefined;
   #sequence = 0;
   #finished = false;
 
-  constructor(actionId: string, onChunk: ExecutionContext['onChunk']) {
+  /** `bounds`, when given, end the wait for the final chunk: a host callback that never settles cannot hold the invocation. */
+  constructor(actionId: string, onChunk: ExecutionContext['onChunk'], bounds?: PublicationBounds) {
     this.#actionId = actionId;
     this.#onChunk = onChunk;
+    this.#bounds = bounds;
   }
 
   get finished(): boolean {
     return this.#finished;
+  }
+
+  /** How many chunks were handed to the host so far. */
+  get sent(): number {
+    return this.#sequence;
   }
 
   /**
@@ -40,10 +52,15 @@ export class ChunkPublisher {
   /** Ends the stream with an error chunk unless a final chunk was already sent. Never throws. */
   async finishWithError(code: string, message: string): Promise<void> {
     if (this.#finished) return;
+    const published = this.#publish('error', { code, message }, undefined, true);
+    if (!published) return;
+    const scope = this.#bounds && new CallScope({ ...this.#bounds, timeoutMs: undefined });
     try {
-      await this.#publish('error', { code, message }, undefined, true);
+      await (scope ? scope.race(published) : published);
     } catch {
-      // The host's publisher is already failing; the result still reports the error.
+      // The host's publisher failed or did not return in time; the result still reports the error.
+    } finally {
+      scope?.dispose();
     }
   }
 

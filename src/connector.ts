@@ -148,7 +148,10 @@ function admit(
   admission.logger = invocationLogger(deps.logger, { action_id: action.id, capability_id: entry.capability.id, endpoint_id: entry.endpoint.id });
   const context = checkContext(rawContext);
   const { declaration } = entry.schemas;
-  if (declaration.http.streaming) admission.publisher = new ChunkPublisher(action.id, context.onChunk);
+  const deadline = context.deadline ?? startedAt + declaration.contract.sla.timeout_ms;
+  if (declaration.http.streaming) {
+    admission.publisher = new ChunkPublisher(action.id, context.onChunk, { signal: context.signal, openCalls: deps.openCalls, deadline, now: deps.config.now });
+  }
   const input = checkInput(entry, action.input);
   checkIdempotencyKeyFormat(action);
   enforceGates({ endpoint: entry.endpoint, declaration, action, context, now: deps.config.now(), hostCancellation });
@@ -157,7 +160,7 @@ function admit(
     action,
     input,
     context,
-    deadline: context.deadline ?? startedAt + declaration.contract.sla.timeout_ms,
+    deadline,
     logger: admission.logger,
     publisher: admission.publisher,
     startedAt,

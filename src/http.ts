@@ -3,6 +3,7 @@ import { Pool, type Dispatcher } from 'undici';
 import type { CallScope } from './call-scope.js';
 import type { BufferedResponse, ResponseReading } from './http-exchange.js';
 import type { ResolvedEndpoint } from './config.js';
+import { MAX_PROVIDER_JSON_DEPTH, parseProviderJson, type ProviderJsonRefused } from './provider-json.js';
 import { HermesFailure, failureFromHttpStatus, parseRetryAfter, providerCodeOf, type ProviderEffect } from './failures.js';
 
 export interface ProviderRequest {
@@ -88,27 +89,7 @@ export async function sendRequest(
  * the call must not wait that long. A response that still comes is released.
  */
 function untilAborted(pending: Promise<ProviderResponse>, scope: CallScope): Promise<ProviderResponse> {
-  if (scope.aborted) {
-    pending.then((response) => response.body.destroy(), ignore);
-    return Promise.reject(scope.reason);
-  }
-  return new Promise((resolve, reject) => {
-    const onAbort = () => {
-      pending.then((response) => response.body.destroy(), ignore);
-      reject(scope.reason);
-    };
-    scope.signal.once('abort', onAbort);
-    pending.then(
-      (response) => {
-        scope.signal.off('abort', onAbort);
-        resolve(response);
-      },
-      (error: unknown) => {
-        scope.signal.off('abort', onAbort);
-        reject(error);
-      },
-    );
-  });
+  return scope.race(pending, (response) => response.body.destroy());
 }
 
 /**
@@ -183,10 +164,12 @@ export function isSuccess(statusCode: number): boolean {
 }
 
 /**
- * The JSON value of a success read by exchange() with jsonReading(). Bodies that are not JSON,
- * too large, undecodable or unparsable are `invalid_response`.
+ * The JSON value of a success read by exchange() with jsonReading(), with the endpoint's key
+ * redacted. Bodies that are not JSON, too large, undecodable, unparsable or nested too deep are
+ * `invalid_response`.
  */
-export function jsonBodyOf(response: BufferedResponse, limit: number, endpointId: string): unknown {
+export function jsonBodyOf(response: BufferedResponse, limit: number, endpoint: ResolvedEndpoint): unknown {
+  const endpointId = endpoint.id;
   const invalid = (why: string) =>
     new HermesFailure('invalid_response', `Hermes endpoint \`${endpointId}\` sent ${why}`, { effect: 'maybe', remoteStatus: response.statusCode });
   if (!isJsonContentType(response.headers['content-type'])) throw invalid('a success response that is not JSON');
@@ -198,9 +181,9 @@ export function jsonBodyOf(response: BufferedResponse, limit: number, endpointId
     throw invalid('a body that is not valid UTF-8');
   }
   try {
-    return JSON.parse(text);
-  } catch {
-    throw invalid('a body that is not valid JSON');
+    return parseProviderJson(text, endpoint.apiKey?.reveal());
+  } catch (error) {
+    throw invalid((error as ProviderJsonRefused).reason === 'too_deep' ? `a body nested more than ${MAX_PROVIDER_JSON_DEPTH} levels deep` : 'a body that is not valid JSON');
   }
 }
 

@@ -30,3 +30,8 @@ export class Secret {
     return `Secret(${REDACTED})`;
   }
 }
+
+/** `text` with every occurrence of `secret` replaced by the placeholder; the same string when it holds none. */
+export function redactText(text: string, secret: string): string {
+  return text.includes(secret) ? text.replaceAll(secret, REDACTED) : text;
+}

@@ -1,7 +1,9 @@
 import { createParser, type EventSourceMessage, type EventSourceParser } from 'eventsource-parser';
 import { HermesFailure } from './failures.js';
+import { MAX_PROVIDER_JSON_DEPTH, parseProviderJson, type ProviderJsonRefused } from './provider-json.js';
+import { redactText } from './secret.js';
 import type { HermesSseEvent } from './types.js';
-import { StrictUtf8Decoder } from './utf8.js';
+import { StrictUtf8Decoder, type InvalidUtf8 } from './utf8.js';
 
 /** The `[DONE]` marker among a push's items; every other item is an event as decoded (no wrapper per event). */
 const SSE_DONE: SseDone = Object.freeze({ kind: 'done' });
@@ -37,6 +39,7 @@ const FRAME_ENDS = [Buffer.from('\n\n'), Buffer.from('\r\r'), Buffer.from('\n\r'
 export class SseDecoder {
   readonly #limits: SseDecoderLimits;
   readonly #endpointId: string;
+  readonly #secret: string | undefined;
   readonly #utf8 = new StrictUtf8Decoder();
   readonly #parser: EventSourceParser;
   #items: SseItem[] = [];
@@ -46,9 +49,11 @@ export class SseDecoder {
   #swallowLeadingLf = false;
   #failure: HermesFailure | undefined;
 
-  constructor(limits: SseDecoderLimits, endpointId: string) {
+  /** `secret`, the endpoint's key, is redacted from every event (name, id, data) before it leaves the decoder. */
+  constructor(limits: SseDecoderLimits, endpointId: string, secret?: string) {
     this.#limits = limits;
     this.#endpointId = endpointId;
+    this.#secret = secret;
     this.#parser = createParser({ onEvent: (message) => this.#onMessage(message) });
   }
 
@@ -56,55 +61,78 @@ export class SseDecoder {
     return this.#bytesRead;
   }
 
-  /** Feeds one network chunk; returns the items it completed, in order. Throws `invalid_response`. */
+  /**
+   * The fault that stopped decoding, once one was met. Decoding is positional: push() still returns
+   * the items completed before the fault in its chunk, and a reader that stops at one of them (a
+   * terminal event) never meets the fault, however the network cut the bytes.
+   */
+  get failure(): HermesFailure | undefined {
+    return this.#failure;
+  }
+
+  /**
+   * Feeds one network chunk; returns the items it completed before any fault, in order. A fault
+   * (`invalid_response`) is thrown at once when no item precedes it, else by the next push();
+   * check `failure` after the items to stop at once.
+   */
   push(chunk: Uint8Array): SseItem[] {
+    if (this.#failure) throw this.#failure;
+    let fault: HermesFailure | undefined;
+    let bytes = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    const room = this.#limits.maxStreamBytes - this.#bytesRead;
     this.#bytesRead += chunk.length;
-    if (this.#bytesRead > this.#limits.maxStreamBytes) throw this.#invalid(`an event stream larger than ${this.#limits.maxStreamBytes} bytes`);
-    this.#trackFrameBytes(chunk);
+    if (chunk.length > room) {
+      fault = this.#invalid(`an event stream larger than ${this.#limits.maxStreamBytes} bytes`);
+      bytes = bytes.subarray(0, room);
+    }
+    const withinFrameLimit = this.#trackFrameBytes(bytes);
+    if (withinFrameLimit < bytes.length) {
+      fault = this.#invalid(`an SSE frame larger than ${this.#limits.maxFrameBytes} bytes`);
+      bytes = bytes.subarray(0, withinFrameLimit);
+    }
     let text: string;
     try {
-      text = this.#utf8.decode(chunk);
-    } catch {
-      throw this.#invalid('an event stream that is not valid UTF-8');
+      text = this.#utf8.decode(bytes);
+    } catch (error) {
+      fault = this.#invalid('an event stream that is not valid UTF-8');
+      text = (error as InvalidUtf8).validText;
     }
     // eventsource-parser holds a final CR back in case LF follows. Completing it as CRLF now, and
     // dropping that LF if it does come, delivers a CR-terminated frame without waiting for more bytes.
     if (this.#swallowLeadingLf && text.startsWith('\n')) text = text.slice(1);
     this.#swallowLeadingLf = text.endsWith('\r');
     this.#parser.feed(this.#swallowLeadingLf ? `${text}\n` : text);
-    return this.#drain();
-  }
-
-  #drain(): SseItem[] {
-    if (this.#failure) throw this.#failure;
+    // A bad frame inside the text comes before a fault in the bytes that follow it.
+    this.#failure ??= fault;
     const items = this.#items;
     this.#items = [];
+    if (this.#failure && items.length === 0) throw this.#failure;
     return items;
   }
 
-  /** Measures every frame in the chunk, complete or not, against the frame limit. */
-  #trackFrameBytes(chunk: Uint8Array): void {
-    const buffer = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-    if (buffer.length === 0) return;
+  /**
+   * Measures every frame in the chunk, complete or not, against the frame limit. Returns how many
+   * bytes of the chunk come before the first frame that passes it: all of them when none does.
+   */
+  #trackFrameBytes(buffer: Buffer): number {
+    if (buffer.length === 0) return 0;
     let start = 0;
     if (endsFrameAcrossChunks(this.#lastByte, buffer[0])) {
       this.#pendingFrameBytes = 0;
       start = 1;
     }
+    this.#lastByte = buffer[buffer.length - 1] ?? -1;
     if (buffer.length <= this.#limits.maxFrameBytes) {
       // A frame that starts and ends inside this chunk is no longer than the chunk, so within the
       // limit: only the frame carried in and the one carried out need measuring. One search per
       // chunk instead of one per frame.
       const first = firstFrameEnd(buffer, start);
       if (first !== -1) {
-        this.#checkFrameSize(this.#pendingFrameBytes + first - start);
+        if (this.#tooLarge(this.#pendingFrameBytes + first - start)) return 0;
         this.#pendingFrameBytes = 0;
         start = lastFrameEnd(buffer, first);
       }
-      this.#pendingFrameBytes += buffer.length - start;
-      this.#checkFrameSize(this.#pendingFrameBytes);
-      this.#lastByte = buffer[buffer.length - 1] ?? -1;
-      return;
+      return this.#carryOut(buffer, start);
     }
     const next = FRAME_ENDS.map((pattern) => buffer.indexOf(pattern, start));
     for (;;) {
@@ -115,17 +143,21 @@ export class SseDecoder {
         if (at !== -1) end = Math.min(end, at + 2);
       }
       if (end === Infinity) break;
-      this.#checkFrameSize(this.#pendingFrameBytes + end - start);
+      if (this.#tooLarge(this.#pendingFrameBytes + end - start)) return start;
       this.#pendingFrameBytes = 0;
       start = end;
     }
-    this.#pendingFrameBytes += buffer.length - start;
-    this.#checkFrameSize(this.#pendingFrameBytes);
-    this.#lastByte = buffer[buffer.length - 1] ?? -1;
+    return this.#carryOut(buffer, start);
   }
 
-  #checkFrameSize(bytes: number): void {
-    if (bytes > this.#limits.maxFrameBytes) throw this.#invalid(`an SSE frame larger than ${this.#limits.maxFrameBytes} bytes`);
+  /** Carries the unfinished frame from `start` to the next chunk; the chunk's length, or `start` when that frame is already too large. */
+  #carryOut(buffer: Buffer, start: number): number {
+    this.#pendingFrameBytes += buffer.length - start;
+    return this.#tooLarge(this.#pendingFrameBytes) ? start : buffer.length;
+  }
+
+  #tooLarge(frameBytes: number): boolean {
+    return frameBytes > this.#limits.maxFrameBytes;
   }
 
   #onMessage(message: EventSourceMessage): void {
@@ -136,9 +168,10 @@ export class SseDecoder {
     }
     let data: unknown;
     try {
-      data = JSON.parse(message.data);
-    } catch {
-      this.#failure = this.#invalid('an SSE frame whose data is not JSON');
+      data = parseProviderJson(message.data, this.#secret);
+    } catch (error) {
+      const tooDeep = (error as ProviderJsonRefused).reason === 'too_deep';
+      this.#failure = this.#invalid(tooDeep ? `an SSE frame whose data is nested more than ${MAX_PROVIDER_JSON_DEPTH} levels deep` : 'an SSE frame whose data is not JSON');
       return;
     }
     if (data === null || typeof data !== 'object' || Array.isArray(data)) {
@@ -151,8 +184,9 @@ export class SseDecoder {
       this.#failure = this.#invalid('an SSE frame without an event name');
       return;
     }
-    const event: HermesSseEvent = { event: name, data: record };
-    if (message.id !== undefined) event.id = message.id;
+    const secret = this.#secret;
+    const event: HermesSseEvent = { event: secret === undefined ? name : redactText(name, secret), data: record };
+    if (message.id !== undefined) event.id = secret === undefined ? message.id : redactText(message.id, secret);
     this.#items.push(event);
   }
 

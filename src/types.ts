@@ -25,7 +25,10 @@ export interface ConnectorLimits {
   defaultMaxEvents?: number;
   /** Largest request body the connector will send (default 16 MiB). */
   maxRequestBodyBytes?: number;
-  /** An SSE stream silent for this long (no event, no keepalive) is a transport failure (default 90 s: three Hermes keepalive periods). */
+  /**
+   * An SSE stream silent for this long (no event, no keepalive) is given up as broken: `stream_incomplete`
+   * with a reconciliation read, since the run is not known to have ended (default 90 s: three Hermes keepalive periods).
+   */
   sseIdleTimeoutMs?: number;
 }
 

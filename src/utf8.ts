@@ -1,17 +1,28 @@
 import { isUtf8 } from 'node:buffer';
 
+/** Invalid UTF-8; `validText` is the text of the whole, valid code points of the chunk before the fault. */
+export class InvalidUtf8 extends TypeError {
+  readonly validText: string;
+
+  constructor(validText: string) {
+    super('invalid UTF-8');
+    this.name = 'InvalidUtf8';
+    this.validText = validText;
+  }
+}
+
 /**
  * Streaming, strict UTF-8 decoding: what `new TextDecoder('utf-8', { fatal: true })` does with
  * `{ stream: true }`, about six times faster on Node 20 (validation by `isUtf8`, decoding by
  * `Buffer#toString`). A code point split between chunks is held back until it completes; an
- * invalid sequence throws as soon as its bytes arrive; a leading byte order mark is dropped.
+ * invalid sequence throws InvalidUtf8 as soon as its bytes arrive; a leading byte order mark is dropped.
  */
 export class StrictUtf8Decoder {
   /** The start of a code point whose remaining bytes are still to come (at most 3 bytes). */
   #carry: Buffer | undefined;
   #started = false;
 
-  /** The text of every complete code point so far; throws TypeError on invalid UTF-8. */
+  /** The text of every complete code point so far; throws InvalidUtf8. */
   decode(chunk: Uint8Array): string {
     let bytes = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
     if (this.#carry) {
@@ -21,17 +32,37 @@ export class StrictUtf8Decoder {
     const complete = completeLength(bytes);
     if (complete < bytes.length) {
       const tail = bytes.subarray(complete);
-      if (!canStartCodePoint(tail)) throw new TypeError('invalid UTF-8');
+      if (!canStartCodePoint(tail)) throw new InvalidUtf8(this.#text(bytes, validPrefixLength(bytes)));
       this.#carry = Buffer.from(tail);
     }
-    if (!isUtf8(bytes.subarray(0, complete))) throw new TypeError('invalid UTF-8');
-    let text = bytes.toString('utf8', 0, complete);
+    if (!isUtf8(bytes.subarray(0, complete))) throw new InvalidUtf8(this.#text(bytes, validPrefixLength(bytes)));
+    return this.#text(bytes, complete);
+  }
+
+  #text(bytes: Buffer, end: number): string {
+    let text = bytes.toString('utf8', 0, end);
     if (!this.#started && text !== '') {
       this.#started = true;
       if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
     }
     return text;
   }
+}
+
+/**
+ * The length of the longest prefix made of whole, valid code points (only after a fault). Cut
+ * back to a code point boundary, a prefix stays valid as it shortens, so a binary search finds it.
+ */
+function validPrefixLength(bytes: Buffer): number {
+  const validUpTo = (length: number) => isUtf8(bytes.subarray(0, completeLength(bytes.subarray(0, length))));
+  let low = 0;
+  let high = bytes.length;
+  while (low < high) {
+    const middle = Math.ceil((low + high) / 2);
+    if (validUpTo(middle)) low = middle;
+    else high = middle - 1;
+  }
+  return completeLength(bytes.subarray(0, low));
 }
 
 /** The length up to where a trailing, unfinished multi-byte sequence begins (all of it when none). */

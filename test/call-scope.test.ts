@@ -212,3 +212,35 @@ describe('the abort hook of the buffered path', () => {
     expect(s.signal.reason).toBe(s.reason);
   });
 });
+
+describe('CallScope.race', () => {
+  it('settles as the work does while the scope is open, and leaves no listener behind', async () => {
+    const s = scope({ deadline: Date.now() + HOUR });
+    await expect(s.race(Promise.resolve(7))).resolves.toBe(7);
+    await expect(s.race(Promise.reject(new Error('work failed')))).rejects.toThrow('work failed');
+    expect(s.signal.listenerCount('abort')).toBe(0);
+    s.dispose();
+  });
+
+  it('rejects with the abort reason when the scope aborts first; a value that still comes is released', async () => {
+    const controller = new AbortController();
+    const s = scope({ signal: controller.signal });
+    let arrive!: (value: string) => void;
+    const released: string[] = [];
+    const raced = s.race(new Promise<string>((resolve) => (arrive = resolve)), (value) => void released.push(value));
+    controller.abort();
+    await expect(raced).rejects.toBe(s.reason);
+    arrive('late');
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(released).toEqual(['late']);
+  });
+
+  it('rejects at once in an aborted scope, and a late rejection of the work is handled', async () => {
+    const s = scope({ openCalls: closedCalls() });
+    let fail!: (error: Error) => void;
+    const raced = s.race(new Promise<void>((_, reject) => (fail = reject)));
+    await expect(raced).rejects.toBe(s.reason);
+    fail(new Error('late'));
+    await new Promise((resolve) => setImmediate(resolve));
+  });
+});

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { OpenCalls } from '../src/call-scope.js';
 import { ChunkPublisher, chunkKindOf } from '../src/chunks.js';
 import { HermesFailure } from '../src/failures.js';
 import type { AipStreamChunk, HermesSseEvent } from '../src/types.js';
@@ -238,6 +239,21 @@ describe('a failing onChunk', () => {
     await expect(publisher.finishWithError('c', 'm')).resolves.toBeUndefined();
     await expect(publisher.finishWithError('c', 'm')).resolves.toBeUndefined();
     expect(calls).toBe(2);
+    expect(publisher.finished).toBe(true);
+  });
+});
+
+describe('a host callback that never settles', () => {
+  it('finishWithError waits for the final chunk only until the bounds end the invocation', async () => {
+    const seen: AipStreamChunk[] = [];
+    const publisher = new ChunkPublisher('act_1', (chunk) => (seen.push(chunk), new Promise<void>(() => undefined)), {
+      signal: undefined,
+      openCalls: new OpenCalls(),
+      deadline: Date.now() + 50,
+      now: Date.now,
+    });
+    await publisher.finishWithError('connector.hermes_agent.not_found', 'gone');
+    expect(seen.map((chunk) => chunk.kind)).toEqual(['error']);
     expect(publisher.finished).toBe(true);
   });
 });

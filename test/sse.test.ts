@@ -40,6 +40,13 @@ function expectInvalid(fn: () => unknown): HermesFailure {
   return failure;
 }
 
+/** One push returns exactly the items before the fault; the fault is then `failure`, and the next push throws it. */
+function expectPositional(buffer: Uint8Array, limits: SseDecoderLimits, before: SseItem[]): void {
+  const d = decoder(limits);
+  expect(d.push(buffer)).toStrictEqual(before);
+  expect(d.failure).toBe(expectInvalid(() => d.push(bytes('data: {"event": "c"}\n\n'))));
+}
+
 function event(name: string, data: Record<string, unknown>, id?: string): SseItem {
   return id === undefined ? { event: name, data } : { event: name, data, id };
 }
@@ -218,8 +225,8 @@ describe('bad frames are invalid_response', () => {
     expectInvalid(() => decodeWhole(bytes(text)));
   });
 
-  it('refuses a bad frame that follows good ones in the same push', () => {
-    expectInvalid(() => decodeWhole(bytes('data: {"event": "a"}\n\ndata: nope\n\n')));
+  it('refuses a bad frame that follows good ones in the same push, after returning the good ones', () => {
+    expectPositional(bytes('data: {"event": "a"}\n\ndata: nope\n\ndata: {"event": "b"}\n\n'), ROOMY, [event('a', { event: 'a' })]);
   });
 
   it('keeps failing once a frame was bad', () => {
@@ -232,6 +239,10 @@ describe('bad frames are invalid_response', () => {
     const buffer = Buffer.concat([bytes('data: {"event": "message.delta", "delta": "'), Buffer.from([0xff, 0xfe]), bytes('"}\n\n')]);
     expectInvalid(() => decodeWhole(buffer));
     expectInvalid(() => decodeChunks(byteByByte(buffer)));
+  });
+
+  it('refuses invalid UTF-8 that follows a good frame in the same push, after returning the frame', () => {
+    expectPositional(Buffer.concat([bytes('data: {"event": "a"}\n\ndata: {"x": "'), Buffer.from([0xff]), bytes('"}\n\n')]), ROOMY, [event('a', { event: 'a' })]);
   });
 
   it('refuses other invalid UTF-8: a bad continuation split across pushes, an overlong encoding, a lone surrogate', () => {
@@ -296,8 +307,8 @@ describe('size limits', () => {
     expectInvalid(() => decodeWhole(bigFrame, small));
   });
 
-  it('refuses a frame over the limit between small frames in one push', () => {
-    expectInvalid(() => decodeWhole(Buffer.concat([smallFrame, bigFrame, smallFrame]), small));
+  it('refuses a frame over the limit between small frames in one push, after returning the frames before it', () => {
+    expectPositional(Buffer.concat([smallFrame, bigFrame, smallFrame]), small, [event('a', { event: 'a' })]);
   });
 
   it('refuses a frame over the limit split into two pushes that are each under the limit', () => {
@@ -313,7 +324,7 @@ describe('size limits', () => {
     const exact: SseDecoderLimits = { maxFrameBytes: LIMIT, maxStreamBytes: stream.length };
     expect(decodeWhole(stream, exact)).toHaveLength(10);
     const tight: SseDecoderLimits = { maxFrameBytes: LIMIT, maxStreamBytes: stream.length - 1 };
-    expectInvalid(() => decodeWhole(stream, tight));
+    expectPositional(stream, tight, Array.from({ length: 9 }, () => event('a', { event: 'a' })));
     // Frame by frame, the push that crosses the limit is the one refused.
     const d = decoder({ maxFrameBytes: LIMIT, maxStreamBytes: smallFrame.length * 3 + 5 });
     expect(d.push(smallFrame)).toHaveLength(1);

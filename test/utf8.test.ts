@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { StrictUtf8Decoder } from '../src/utf8.js';
+import { caught } from './helpers/fixtures.js';
 import { splitAt } from './helpers/split.js';
 
 const SEED = 20261130;
@@ -69,5 +70,21 @@ describe('StrictUtf8Decoder is TextDecoder("utf-8", { fatal: true }) in stream m
   ])('%s', (_name, parts) => {
     const chunks = parts.map((part) => Uint8Array.from(part));
     expect(ours(chunks)).toEqual(reference(chunks));
+  });
+});
+
+describe('the text before a fault', () => {
+  const bytes = (...parts: Array<string | number[]>) => Buffer.concat(parts.map((part) => (typeof part === 'string' ? Buffer.from(part) : Buffer.from(part))));
+  it.each([
+    ['an invalid byte after text', [bytes('a é', [0xff], 'b')], 'a é'],
+    ['an overlong encoding after a four-byte code point', [bytes('😀', [0xc0, 0xaf])], '😀'],
+    ['a lead byte that cannot start a code point, at the end', [bytes('ok', [0xe0, 0x80])], 'ok'],
+    ['a bad continuation of a lead byte carried from the last chunk', [bytes('x', [0xc3]), bytes([0x28], 'y')], ''],
+    ['a byte order mark, text, then an invalid byte', [bytes([0xef, 0xbb, 0xbf], 'x', [0xff])], 'x'],
+  ])('%s: InvalidUtf8 carries exactly the whole valid code points of the chunk before it', (_name, chunks, validText) => {
+    const decoder = new StrictUtf8Decoder();
+    const last = chunks.pop() as Buffer;
+    for (const chunk of chunks) decoder.decode(chunk);
+    expect(caught(() => decoder.decode(last))).toEqual(expect.objectContaining({ name: 'InvalidUtf8', validText }));
   });
 });

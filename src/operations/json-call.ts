@@ -40,7 +40,7 @@ export async function callJson(call: OperationCall<unknown>, request: JsonReques
       jsonReading(limit, call.onHttpStatus),
     );
     if (!isSuccess(response.statusCode)) throw failureFromAnswer(response, endpoint, config.now);
-    const output = jsonBodyOf(response, limit, endpoint.id);
+    const output = jsonBodyOf(response, limit, endpoint);
     return { status: 'completed', output };
   } finally {
     scope.dispose();

@@ -4,6 +4,7 @@ import { ERROR_CODE_PREFIX } from '../package-info.js';
 import { buildHeaders } from '../headers.js';
 import { failureFromResponse, isEventStreamContentType, isSuccess, sendRequest, transportErrorCode, transportFailure, type ProviderResponse } from '../http.js';
 import { schemaCatalog } from '../schemas.js';
+import { redactText } from '../secret.js';
 import { SseDecoder, isSseDone } from '../sse.js';
 import type { HermesSseEvent, RunEventsOutput } from '../types.js';
 import { checkRunId, runPath, type Operation, type OperationCall, type OperationOutcome } from './operation.js';
@@ -17,6 +18,9 @@ export interface RunEventsInput {
 const TERMINAL_EVENTS = new Set(['run.completed', 'run.failed', 'run.cancelled']);
 /** Hermes looks for the run's stream for about a second before it answers; anything past this is a dead peer. */
 const SSE_HEADERS_TIMEOUT_MS = 30_000;
+
+/** undici's idle-body timer, set to sseIdleTimeoutMs: the stream ended without saying how the run did. */
+const IDLE_TIMEOUT_CODE = 'UND_ERR_BODY_TIMEOUT';
 
 /** How reading ended; `broken` is a connection that failed mid-body, which is as incomplete as a clean close. */
 type StreamEnd = { kind: 'terminal' | 'truncated' | 'closed' } | { kind: 'broken'; transportCode: string | undefined };
@@ -65,7 +69,8 @@ async function readStream(call: OperationCall<RunEventsInput>, response: Provide
   }
   const { limits } = call.config;
   const maxEvents = call.input.max_events ?? limits.defaultMaxEvents;
-  const decoder = new SseDecoder({ maxFrameBytes: limits.maxSseFrameBytes, maxStreamBytes: limits.maxStreamResponseBytes }, call.endpoint.id);
+  const secret = call.endpoint.apiKey?.reveal();
+  const decoder = new SseDecoder({ maxFrameBytes: limits.maxSseFrameBytes, maxStreamBytes: limits.maxStreamResponseBytes }, call.endpoint.id, secret);
   const text: string[] = [];
   try {
     // Leaving this loop early (return or throw) destroys the body and so closes the socket.
@@ -75,36 +80,61 @@ async function readStream(call: OperationCall<RunEventsInput>, response: Provide
         if (scope.aborted) throw scope.reason;
         if (isSseDone(item)) return { kind: 'closed' };
         const terminal = TERMINAL_EVENTS.has(item.event);
-        record(output, item, text);
+        record(output, item, text, terminal);
         const published = call.publisher.publishEvent(item, terminal);
-        if (published) await published;
+        if (published) await untilPublished(published, call, scope, output.http_status);
         if (terminal) return { kind: 'terminal' };
         if (output.events.length >= maxEvents) return { kind: 'truncated' };
       }
+      if (decoder.failure) throw decoder.failure;
     }
     return { kind: 'closed' };
   } catch (error) {
     if (error instanceof HermesFailure || scope.cause !== undefined) throw transportFailure(error, scope, call.endpoint.id, 'body', output.http_status);
     return { kind: 'broken', transportCode: transportErrorCode(error) };
   } finally {
-    output.text = text.join('');
+    // Each event is redacted already; a key split across deltas only appears once they are joined.
+    const joined = text.join('');
+    output.text = secret === undefined ? joined : redactText(joined, secret);
   }
 }
 
-function record(output: RunEventsOutput, event: HermesSseEvent, text: string[]): void {
+/** Records an event as soon as it is read, so that a result cut short later still shows it (and the run's end, if it was seen). */
+function record(output: RunEventsOutput, event: HermesSseEvent, text: string[], terminal: boolean): void {
   output.events.push(event);
   if (event.event === 'message.delta' && typeof event.data.delta === 'string') text.push(event.data.delta);
+  if (terminal) {
+    output.terminal = true;
+    output.terminal_event = event.event;
+  }
+}
+
+/**
+ * Waits for the host's onChunk, but no longer than the call may last: a host that never returns
+ * ends the call as its deadline, cancellation or the connector's close would, and the failure
+ * names the chunk it was given.
+ */
+async function untilPublished(published: Promise<void>, call: OperationCall<RunEventsInput>, scope: CallScope, remoteStatus: number): Promise<void> {
+  const sequence = call.publisher.sent - 1;
+  try {
+    await scope.race(published);
+  } catch (error) {
+    if (error !== scope.reason) throw error;
+    const ended = transportFailure(error, scope, call.endpoint.id, 'body', remoteStatus);
+    throw new HermesFailure(ended.code, `${ended.message}, while the host's stream publisher (onChunk) had not returned chunk ${sequence}`, {
+      effect: ended.effect,
+      remoteStatus,
+      details: { ...ended.details, stalled_chunk_sequence: sequence },
+    });
+  }
 }
 
 async function settle(call: OperationCall<RunEventsInput>, output: RunEventsOutput, end: StreamEnd): Promise<OperationOutcome> {
   const runId = call.input.run_id;
   const message = output.text === '' ? undefined : [{ type: 'text' as const, text: output.text }];
   if (end.kind === 'terminal') {
-    const last = output.events[output.events.length - 1] as HermesSseEvent;
-    output.terminal = true;
-    output.terminal_event = last.event;
-    if (last.event === 'run.completed') return { status: 'completed', output, message };
-    if (last.event === 'run.cancelled') return { status: 'cancelled', output, message };
+    if (output.terminal_event === 'run.completed') return { status: 'completed', output, message };
+    if (output.terminal_event === 'run.cancelled') return { status: 'cancelled', output, message };
     return { status: 'failed', output, message, failure: new HermesFailure('stream_failed', `Hermes run \`${runId}\` failed (run.failed)`, { effect: 'known' }) };
   }
   if (end.kind === 'truncated') {
@@ -117,13 +147,19 @@ async function settle(call: OperationCall<RunEventsInput>, output: RunEventsOutp
     return { status: 'failed', output, message, failure };
   }
   output.reconciliation = await reconcile(call);
-  const how = end.kind === 'broken' ? `broke${end.transportCode ? ` (${end.transportCode})` : ''}` : 'closed';
+  const how = howItEnded(end, call.config.limits.sseIdleTimeoutMs);
   const failure = new HermesFailure(
     'stream_incomplete',
     `The event stream of run \`${runId}\` ${how} without a terminal event; its status was read for reconciliation`,
     { effect: 'known', details: end.kind === 'broken' && end.transportCode ? { transport_code: end.transportCode } : undefined },
   );
   return { status: 'failed', output, message, failure };
+}
+
+function howItEnded(end: StreamEnd, idleTimeoutMs: number): string {
+  if (end.kind !== 'broken') return 'closed';
+  if (end.transportCode === IDLE_TIMEOUT_CODE) return `was silent for longer than sseIdleTimeoutMs (${idleTimeoutMs} ms)`;
+  return `broke${end.transportCode ? ` (${end.transportCode})` : ''}`;
 }
 
 /** One status read after an incomplete stream; its failure is recorded, never thrown. */

@@ -267,6 +267,39 @@ describe('invalid UTF-8', () => {
   });
 });
 
+describe('provider JSON nested deeper than 256 levels', () => {
+  /** The operation's 2xx body with an `output` member that brings the whole value to `depth` levels. */
+  const nestedBody = (operation: Operation, depth: number) => JSON.stringify({ ...OK_BODY[operation].body, output: '@' }).replace('"@"', `${'['.repeat(depth - 1)}${']'.repeat(depth - 1)}`);
+
+  it.each(JSON_OPERATIONS)('%s: 256 levels are used; 257 → invalid_response (uncertain for mutations)', async (operation) => {
+    const { status } = OK_BODY[operation];
+    const { connector } = await rig((exchange) => exchange.respond(status, nestedBody(operation, exchange.request.headers['x-aip-trace-id'] === 'deep' ? 257 : 256), { 'Content-Type': JSON_TYPE }));
+    expect((await invokeValid(connector, operation)).status).toBe('completed');
+    const deep = await invokeValid(connector, operation, { context: { traceId: 'deep' } });
+    expectError(deep, { code: 'invalid_response', category: 'connector', retryable: false, uncertain: !isRead(operation), remote_status: status });
+    expect(deep.output).toBeUndefined();
+  });
+
+  it('run_status: a 16 MiB body of brackets → invalid_response, and the result can be serialised', async () => {
+    const half = 8 * 1024 * 1024 - 64;
+    const { connector } = await rig((exchange) => exchange.respond(200, `{"run_id": "r", "status": "running", "output": ${'['.repeat(half)}${']'.repeat(half)}}`, { 'Content-Type': JSON_TYPE }));
+    const result = await invokeValid(connector, 'run_status', { context: { deadline: soon(15_000) } });
+    expectError(result, { code: 'invalid_response', retryable: false, uncertain: false, remote_status: 200 });
+    expect(() => JSON.stringify(result)).not.toThrow();
+  });
+
+  it('run_events: a frame nested 257 levels deep → invalid_response after the events before it; 256 levels are used', async () => {
+    const frameAt = (depth: number) => `data: {"event": "tool.completed", "output": ${'['.repeat(depth - 1)}${']'.repeat(depth - 1)}}\n\n`;
+    const body = (depth: number) => `${frame({ event: 'message.delta', delta: 'a' })}${frameAt(depth)}${frame({ event: 'run.completed' })}`;
+    const fine = await readEvents((exchange) => exchange.respond(200, body(256), { 'Content-Type': SSE_TYPE }));
+    expect(fine.result.status).toBe('completed');
+    const { result, chunks, output } = await readEvents((exchange) => exchange.respond(200, body(257), { 'Content-Type': SSE_TYPE }));
+    expectError(result, { code: 'invalid_response', retryable: false, uncertain: false, remote_status: 200 });
+    expect(output?.events.map((event) => event.event)).toEqual(['message.delta']);
+    expect(chunks.map((chunk) => chunk.kind)).toEqual(['data', 'error']);
+  });
+});
+
 describe('redirects to another origin are never followed', () => {
   const cases = OPERATIONS.flatMap((operation) => [301, 302, 303, 307, 308].map((status) => [operation, status] as const));
 
@@ -357,6 +390,7 @@ describe('keepalive comments', () => {
     expect(await server.requestConnectionClosed(0)).toEqual({ byClient: true });
   });
 
+  // Not `transport`: the run is not known to have ended, so it is reconciled like any stream that ends without a terminal event.
   it('silence after the headers (not even a keepalive) past the idle timeout: stream_incomplete (the stream broke), reconciled', async () => {
     const silent: FaultHandler = async (exchange) => {
       await exchange.head(200, { 'Content-Type': SSE_TYPE, 'Transfer-Encoding': 'chunked' });
@@ -365,9 +399,79 @@ describe('keepalive comments', () => {
     const { result, chunks, server, output } = await readEvents(silent, { deadline: soon(10_000), limits: { sseIdleTimeoutMs: 150 } });
     expectError(result, { code: 'stream_incomplete', category: 'connector', retryable: false, uncertain: false });
     expect(result.error?.details?.transport_code).toBe('UND_ERR_BODY_TIMEOUT');
+    expect(result.error?.message).toContain('was silent for longer than sseIdleTimeoutMs (150 ms)');
     expect(output?.reconciliation?.http_status).toBe(200);
     expect(server.requests).toHaveLength(2);
     expectOneFinalChunk(chunks, 'error');
+  });
+});
+
+describe('an onChunk that never settles', () => {
+  const never = () => new Promise<void>(() => undefined);
+  /** Two events, then keepalives: the stream itself would go on until the deadline. */
+  const streamThenKeepalives: FaultHandler = async (exchange) => {
+    await exchange.head(200, { 'Content-Type': SSE_TYPE, 'Transfer-Encoding': 'chunked' });
+    await exchange.chunk(`${frame({ event: 'message.delta', delta: 'a' })}${frame({ event: 'message.delta', delta: 'b' })}`);
+    while ((await exchange.chunk(': keepalive\n\n')) && (await exchange.sleep(20)));
+  };
+  /** The promise, or a rejection once `ms` have passed: a hang fails the test instead of timing it out. */
+  const within = <T>(ms: number, promise: Promise<T>) =>
+    Promise.race([promise, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`still pending after ${ms} ms`)), ms).unref())]);
+  const stallAt = (sequence: number) => (chunk: AipStreamChunk) => (chunk.sequence === sequence ? never() : undefined);
+
+  it('the deadline ends the call: deadline_exceeded naming the stalled chunk, the events seen so far, one final chunk, the stream closed', async () => {
+    const { connector, server } = await rig(byRoute({ events: streamThenKeepalives, status: respondStatus('running') }));
+    const chunks: AipStreamChunk[] = [];
+    const result = await within(3_000, invokeValid(connector, 'run_events', { chunks, context: { deadline: soon(), onChunk: stallAt(0) } }));
+    expectError(result, { code: 'deadline_exceeded', category: 'temporary', retryable: false, uncertain: false, remote_status: 200 });
+    expect(result.error?.details?.stalled_chunk_sequence).toBe(0);
+    expect(result.error?.message).toContain('onChunk');
+    const output = result.output as EventsOutput;
+    expect([output.events.map((event) => event.event), output.terminal]).toEqual([['message.delta'], false]);
+    expect(chunks.map((chunk) => chunk.kind)).toEqual(['data', 'error']);
+    expect(await server.requestConnectionClosed(0)).toEqual({ byClient: true });
+    expect(server.requests).toHaveLength(1);
+  });
+
+  it('the caller aborting ends the call as cancelled; close() settles too', async () => {
+    const { connector } = await rig(byRoute({ events: streamThenKeepalives, status: respondStatus('running') }));
+    const controller = new AbortController();
+    let stalled!: () => void;
+    const reached = new Promise<void>((resolve) => (stalled = resolve));
+    const onChunk = (chunk: AipStreamChunk) => (chunk.sequence === 1 ? (stalled(), never()) : undefined);
+    const cancelled = invokeValid(connector, 'run_events', { context: { signal: controller.signal, deadline: soon(15_000), onChunk } });
+    await reached;
+    controller.abort();
+    const result = await within(3_000, cancelled);
+    expectError(result, { code: 'cancelled', status: 'cancelled', retryable: false, uncertain: false });
+    expect(result.error?.details?.stalled_chunk_sequence).toBe(1);
+
+    const { connector: closing } = await rig(byRoute({ events: streamThenKeepalives, status: respondStatus('running') }));
+    const pending = invokeValid(closing, 'run_events', { context: { deadline: soon(15_000), onChunk: stallAt(0) } });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await within(3_000, closing.close());
+    const closed = await within(1_000, pending);
+    expectError(closed, { code: 'cancelled', status: 'cancelled', retryable: false, uncertain: false });
+    expect(closed.error?.details?.stalled_chunk_sequence).toBe(0);
+  });
+
+  it('a stalled terminal chunk: deadline_exceeded, and the output says the run ended', async () => {
+    const body = `${frame({ event: 'message.delta', delta: 'a' })}${frame({ event: 'run.completed', output: 'a' })}`;
+    const { connector } = await rig(byRoute({ events: (exchange) => exchange.respond(200, body, { 'Content-Type': SSE_TYPE }) }));
+    const chunks: AipStreamChunk[] = [];
+    const result = await within(3_000, invokeValid(connector, 'run_events', { chunks, context: { deadline: soon(), onChunk: stallAt(1) } }));
+    expectError(result, { code: 'deadline_exceeded', retryable: false, uncertain: false });
+    expect(result.error?.details?.stalled_chunk_sequence).toBe(1);
+    expect(result.output).toMatchObject({ terminal: true, terminal_event: 'run.completed' });
+    expect(chunks.map((chunk) => chunk.kind)).toEqual(['data', 'done']);
+  });
+
+  it('a final error chunk that never settles does not hold the call past its deadline', async () => {
+    const { connector } = await rig();
+    const chunks: AipStreamChunk[] = [];
+    const result = await within(3_000, invokeValid(connector, 'run_events', { chunks, context: { deadline: soon(), onChunk: never } }));
+    expectError(result, { code: 'not_found', retryable: false, uncertain: false });
+    expect(chunks.map((chunk) => chunk.kind)).toEqual(['error']);
   });
 });
 

@@ -680,6 +680,62 @@ describe('SSE split into arbitrary writes', () => {
 });
 
 /**
+ * Reading stops where the stream's end is decided (a terminal event, `[DONE]`, `max_events`), so
+ * whatever follows in the same bytes (a bad frame, bytes that are not UTF-8, a frame over the frame
+ * limit, bytes past the stream limit) must not change the result, however the network cuts them.
+ */
+describe('bytes after the end of reading', () => {
+  const LIMITS = { maxSseFrameBytes: 1024, maxStreamResponseBytes: 16 * 1024 };
+  const endArb = fc.constantFrom('run.completed', 'run.failed', 'run.cancelled', '[DONE]', 'max_events');
+  const trailing = fc.oneof(
+    fc.constantFrom('data: nope\n\n', 'data: [1]\n\n', 'data: {"delta": "x"}\n\n', 'data:\n\n').map((text) => Buffer.from(text)),
+    fc.constant(Buffer.of(0xff, 0xfe, 0x0a, 0x0a)),
+    fc.constant(Buffer.from(`data: {"event": "message.delta", "delta": "${'z'.repeat(2 * LIMITS.maxSseFrameBytes)}"}\n\n`)),
+    fc.constant(Buffer.from(`: ${'k'.repeat(1000)}\n\n`.repeat(20))),
+    fc.uint8Array({ minLength: 1, maxLength: 64 }).map((bytes) => Buffer.from(bytes)),
+  );
+
+  /** The result and chunks of one run_events read of these writes, without what differs per call. */
+  async function readWith({ connector, server }: { connector: HermesConnector; server: { handle(handler: ReturnType<typeof byRoute>): void } }, writes: Uint8Array[], maxEvents?: number) {
+    server.handle(byRoute({ events: sseChunks(writes), status: respondStatus('running') }));
+    const chunks: AipStreamChunk[] = [];
+    const input = maxEvents === undefined ? { run_id: 'run_tail' } : { run_id: 'run_tail', max_events: maxEvents };
+    const result = await connector.invoke({ id: nextId(), capability_id: cap('run_events'), input }, { onChunk: (chunk) => void chunks.push(chunk) });
+    assertMatches('aip/action-result.schema.json', result);
+    return { result: { ...result, action_id: '', receipt: undefined }, chunks: chunkView(chunks) };
+  }
+
+  it('a bad frame in the same network read as run.completed does not turn it into invalid_response', async () => {
+    const rigged = await rig(respondNotFound);
+    const body = Buffer.from('data: {"event": "message.delta", "delta": "hi"}\n\ndata: {"event": "run.completed", "output": "hi"}\n\ndata: nope\n\n');
+    const whole = await readWith(rigged, [body]);
+    const split = await readWith(rigged, writesAt(body, [body.indexOf('data: nope')]));
+    expect([whole.result.status, split.result.status]).toEqual(['completed', 'completed']);
+    expect(whole).toStrictEqual(split);
+  });
+
+  it('property: every split of the same bytes gives the same result, decided by what came before the trailing bytes', async () => {
+    const rigged = await rig(respondNotFound, { limits: LIMITS });
+    const expected = { 'run.completed': 'completed', 'run.cancelled': 'cancelled', 'run.failed': 'stream_failed', '[DONE]': 'stream_incomplete', max_events: 'stream_truncated' };
+    await fc.assert(
+      fc.asyncProperty(fc.array(frameArb, { maxLength: 5 }), endArb, fc.array(trailing, { minLength: 1, maxLength: 3 }), fc.array(fc.nat(), { maxLength: 12 }), async (frames, end, tail, cuts) => {
+        const { bytes: stream, events } = serializeStream(frames, { text: 'done', ending: '\n' });
+        // serializeStream ends with run.completed and a comment: put the chosen end of reading there instead.
+        const head = stream.subarray(0, stream.lastIndexOf('data: {"event":"run.completed"'));
+        const ending = end === '[DONE]' ? 'data: [DONE]\n\n' : end === 'max_events' ? 'data: {"event": "message.delta", "delta": "last"}\n\n' : `data: {"event": "${end}"}\n\n`;
+        const bytes = Buffer.concat([head, Buffer.from(ending), ...tail]);
+        const maxEvents = end === 'max_events' ? events.length : undefined;
+        const whole = await readWith(rigged, [bytes], maxEvents);
+        const split = await readWith(rigged, writesAt(bytes, cuts), maxEvents);
+        expect(whole.result.error?.code ?? whole.result.status).toBe(end.startsWith('run.c') ? expected[end] : PREFIX + expected[end]);
+        expect(split).toStrictEqual(whole);
+      }),
+      { seed: SEED + 5, numRuns: 150 },
+    );
+  }, 120_000);
+});
+
+/**
  * What a body of noise must end as, from the SSE rules alone (WHATWG event stream parsing plus
  * the API doc's framing rules), whatever the split: invalid_response when it holds bytes that are
  * not UTF-8 (a truncated last character aside: that is a cut stream) or a dispatched frame whose

@@ -329,6 +329,64 @@ describe('secret canary: the API key appears nowhere but in the Authorization he
   });
 });
 
+describe('secret canary: a provider that reflects the key into successful answers', () => {
+  /** The key in a value, in a member name and behind JSON escapes, which only a parse reveals. */
+  const reflecting = (fields: Record<string, unknown>) =>
+    JSON.stringify({ ...fields, echo: `Bearer ${CANARY_KEY}`, [CANARY_KEY]: 1, nested: [{ deep: CANARY_KEY }] }).replace(/}$/, `, "escaped": "\\u0073${CANARY_KEY.slice(1)}"}`);
+  const half = CANARY_KEY.length >> 1;
+  const frames = [
+    { event: 'message.delta', delta: `key ${CANARY_KEY}` },
+    // Split across two deltas: only the joined text holds it.
+    { event: 'message.delta', delta: ` and ${CANARY_KEY.slice(0, half)}` },
+    { event: 'message.delta', delta: CANARY_KEY.slice(half) },
+    { event: 'tool.completed', output: CANARY_KEY, [CANARY_KEY]: true },
+  ];
+  const sse =
+    frames.map((frame) => `data: ${JSON.stringify({ run_id: 'run_x', timestamp: 1, ...frame })}\n\n`).join('') +
+    `id: ${CANARY_KEY}\nevent: reasoning.${CANARY_KEY}\ndata: {"text": "\\u0073${CANARY_KEY.slice(1)}"}\n\n` +
+    `data: {"event": "run.completed", "output": "${CANARY_KEY}"}\n\n`;
+  const handler: FaultHandler = (exchange) => {
+    const path = exchange.request.target;
+    if (path.endsWith('/events')) return exchange.respond(200, sse, { 'Content-Type': SSE_TYPE });
+    const fields = exchange.request.method === 'GET' ? { run_id: 'run_x', status: 'running' } : { run_id: 'run_x', status: 'started', choice: 'once' };
+    return exchange.respond(exchange.request.method === 'GET' ? 200 : 202, reflecting(fields), { 'Content-Type': JSON_TYPE });
+  };
+
+  it('is redacted from every output, message, chunk and part, success included', async () => {
+    const server = await startFaultServer(handler);
+    closers.push(() => server.close());
+    const connector = createHermesConnector({ endpoints: [{ id: 'reflect', baseUrl: server.url, apiKey: CANARY_KEY }] });
+    closers.push(() => connector.close());
+    const evidence = new Evidence();
+    const cap = (operation: string) => `cap:hermes_agent:reflect:${operation}`;
+    const runInput = { run_id: 'run_x' };
+    const actions: Array<[AipAction, ExecutionContext]> = [
+      [{ id: nextId('reflect'), capability_id: cap('run_start'), input: { body: { input: 'hi' } }, idempotency_key: nextId('key') }, {}],
+      [{ id: nextId('reflect'), capability_id: cap('run_status'), input: runInput }, {}],
+      [{ id: nextId('reflect'), capability_id: cap('run_approval'), input: { run_id: 'run_x', choice: 'once' }, idempotency_key: nextId('key') }, { approval: grantFor({ run_id: 'run_x', choice: 'once' }) }],
+      [{ id: nextId('reflect'), capability_id: cap('run_stop'), input: runInput, idempotency_key: nextId('key') }, { approval: grantFor(runInput) }],
+      [{ id: nextId('reflect'), capability_id: cap('run_events'), input: runInput }, {}],
+    ];
+    const statuses: string[] = [];
+    for (const [action, context] of actions) {
+      const result = await connector.invoke(action, { ...context, onChunk: (chunk) => evidence.add(`chunk of ${action.capability_id}`, chunk) });
+      statuses.push(result.status);
+      evidence.add(`result of ${action.capability_id}`, result);
+    }
+    expect(statuses).toEqual(['completed', 'completed', 'completed', 'completed', 'completed']);
+    expect(evidence.leaks(CANARY_KEY)).toEqual([]);
+    // The answers were used, with the key replaced rather than the values dropped.
+    const events = evidence.items.find(({ what }) => what === `result of ${cap('run_events')}`)?.value as AipActionResult;
+    expect(events.message).toEqual([{ type: 'text', text: 'key [REDACTED] and [REDACTED]' }]);
+    expect((events.output as { events: Array<{ event: string; id?: string }> }).events.slice(-2)).toEqual([
+      { event: 'reasoning.[REDACTED]', id: '[REDACTED]', data: { text: '[REDACTED]' } },
+      { event: 'run.completed', data: { event: 'run.completed', output: '[REDACTED]' } },
+    ]);
+    const status = evidence.items.find(({ what }) => what === `result of ${cap('run_status')}`)?.value as AipActionResult;
+    expect(status.output).toEqual({ run_id: 'run_x', status: 'running', echo: 'Bearer [REDACTED]', '[REDACTED]': 1, nested: [{ deep: '[REDACTED]' }], escaped: '[REDACTED]' });
+  });
+});
+
 describe('secret canary: configuration errors', () => {
   const invalid: Array<[string, Record<string, unknown>]> = [
     ['a key with a space in it', { id: 'ep', baseUrl: 'http://127.0.0.1:1', apiKey: `${CANARY_KEY} trailing` }],
