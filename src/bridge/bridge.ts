@@ -172,8 +172,10 @@ export function createHermBridge(options: HermBridgeOptions): HermBridge {
     const outcome = await postWithRetry(job, { status: 'running', text }, false);
     if (outcome.kind === 'accepted') await update(job, { kickoff: 'accepted', kickoff_event_id: eventIdOf(outcome) });
     else if (outcome.kind === 'expired') await update(job, { kickoff: 'expired' });
+    else if (outcome.kind === 'rejected') await update(job, { kickoff: 'rejected' });
     else await update(job, { kickoff: 'unknown' });
-    logger.info({ session_id: job.session_id, tool_use_id: job.tool_use_id, run_id: job.run_id, kickoff: job.kickoff }, 'herm kickoff');
+    const httpStatus = outcome.kind === 'rejected' ? { http_status: outcome.status } : {};
+    logger.info({ session_id: job.session_id, tool_use_id: job.tool_use_id, run_id: job.run_id, kickoff: job.kickoff, ...httpStatus }, 'herm kickoff');
   }
 
   async function finish(job: BridgeJob, finale: Finale): Promise<void> {
