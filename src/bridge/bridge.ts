@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import { ConnectorConfigError, isRunLedger } from '../config.js';
@@ -100,6 +101,8 @@ export function createHermBridge(options: HermBridgeOptions): HermBridge {
   const logger = connectorLogger(options.logger).child({ component: 'herm-bridge' });
   const herm = new HermClient(settings.origin, settings.apiKey, options.herm.dispatcher);
   const closing = new AbortController();
+  // Every call in flight (of every job, approval and subscription) listens to it until it settles: many listeners, no leak.
+  setMaxListeners(0, closing.signal);
   const active = new Map<string, Promise<void>>();
   const approvals = new Set<Promise<void>>();
   /** Jobs held by other bridges that recover() waits to take over. */
