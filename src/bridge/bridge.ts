@@ -11,7 +11,7 @@ import { connectorLogger } from '../logger.js';
 import { Secret } from '../secret.js';
 import type { AipActionResult, AipStreamChunk, ApprovalGrant, ExecutionContext, HermesConnector, HermesSseEvent, RunEventsOutput } from '../types.js';
 import { HermClient, type PostOutcome, type ToolResultEvent } from './herm-client.js';
-import { subscribeToSession } from './session-stream.js';
+import { type HermStreamError, subscribeToSession } from './session-stream.js';
 
 export interface HermToolUseEvent {
   type: 'agent.custom_tool_use';
@@ -73,8 +73,13 @@ export interface HermBridgeOptions {
 export interface HermBridge {
   /** Handles one Herm event; `agent.custom_tool_use` starts (once) a Hermes run. Resolves once the kickoff is settled. */
   handleEvent(sessionId: string, event: unknown): Promise<BridgeJob | null>;
-  /** Reads a Herm session's event stream and handles its tool calls until `signal` aborts or the stream ends. */
-  subscribe(sessionId: string, options?: { signal?: AbortSignal }): Promise<void>;
+  /**
+   * Reads a Herm session's event stream and handles its tool calls until `signal` aborts, the
+   * bridge closes or the stream ends. Never rejects: a stream that cannot be opened or read, or a
+   * tool call that cannot be handled, ends the subscription and goes to `onError` (or, without
+   * one, to the logger), so `void bridge.subscribe(…)` cannot crash the host.
+   */
+  subscribe(sessionId: string, options?: { signal?: AbortSignal; onError?: (error: Error) => void }): Promise<void>;
   /** Resolves when every job this bridge started has posted its final result or stopped trying. */
   idle(): Promise<void>;
   /**
@@ -384,6 +389,18 @@ export function createHermBridge(options: HermBridgeOptions): HermBridge {
     return runToEnd(job);
   }
 
+  function reportStreamError(sessionId: string, error: HermStreamError, onError: ((error: Error) => void) | undefined): void {
+    if (!onError) {
+      logger.error({ session_id: sessionId, err: error.message }, 'herm session stream failed');
+      return;
+    }
+    try {
+      onError(error);
+    } catch (thrown) {
+      logger.error({ session_id: sessionId, err: error.message, on_error: errorName(thrown) }, 'herm session stream onError failed');
+    }
+  }
+
   return {
     async handleEvent(sessionId, event) {
       if (closing.signal.aborted) throw new Error('the Herm bridge is closed');
@@ -403,7 +420,7 @@ export function createHermBridge(options: HermBridgeOptions): HermBridge {
         onEvent: async (event) => {
           await this.handleEvent(sessionId, event);
         },
-      });
+      }).catch((error: HermStreamError) => reportStreamError(sessionId, error, subscribeOptions.onError));
     },
     async idle() {
       while (active.size > 0 || approvals.size > 0 || takeovers.size > 0) await Promise.allSettled([...active.values(), ...approvals, ...takeovers]);

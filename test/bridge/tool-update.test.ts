@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { applyToolUpdate } from '../../src/bridge/tool-update.js';
 
 const running = { id: 'evt_running', type: 'user.custom_tool_result', tool_use_id: 'toolu_1', status: 'running', is_error: false, content: [{ type: 'text', text: 'Started.' }], ui_row: 7 };
-const history = [{ id: 'evt_user', type: 'user.message' }, running, { id: 'evt_agent', type: 'agent.message' }];
+const history: Array<Record<string, unknown>> = [{ id: 'evt_user', type: 'user.message' }, running, { id: 'evt_agent', type: 'agent.message' }];
 /** The replacing event as Herm sends it: its own id, and no `ui_row` (a field only the client's copy has). */
 const completed = { id: 'evt_final', type: 'user.custom_tool_result', tool_use_id: 'toolu_1', status: 'completed', is_error: false, content: [{ type: 'text', text: 'Done.' }] };
 const update = (eventId: string, payload: unknown = completed) => ({ type: 'session.tool_updated', payload: { type: 'session.tool_updated', tool_use_id: 'toolu_1', event_id: eventId, payload } });
@@ -35,8 +35,8 @@ describe('applyToolUpdate', () => {
   });
 
   it('a 202 event whose id is already in the history patches that event, before any other result of its tool_use_id', () => {
-    const appended = [history[0], running, { ...completed, content: [{ type: 'text', text: 'old' }] }];
-    expect(applyToolUpdate(appended, completed)).toEqual([history[0], running, completed]);
+    const appended = [{ id: 'evt_user', type: 'user.message' }, running, { ...completed, content: [{ type: 'text', text: 'old' }] }];
+    expect(applyToolUpdate(appended, completed)).toEqual([appended[0], running, completed]);
   });
 
   it('is pure: neither the history nor the update is modified, and the patched event is a new object', () => {
