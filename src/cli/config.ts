@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { ConnectorConfigError, createHermesConnector, createPostgresLedger, createSqliteLedger } from '../index.js';
 import type { HermesConnector, HermesEndpointConfig, RunLedger } from '../index.js';
@@ -83,7 +83,8 @@ function loadConfigFile(configPath: string, env: NodeJS.ProcessEnv): LoadedConfi
   try {
     text = readFileSync(configPath, 'utf8');
   } catch (error) {
-    throw new UsageError(`cannot read config file ${configPath}: ${fileErrorText(error)}`);
+    // The path is not quoted: when it cannot be read it may be anything, a pasted key included.
+    throw new UsageError(`cannot read the config file given with --config: ${fileErrorText(error)}`);
   }
   let document: unknown;
   try {
@@ -173,7 +174,20 @@ export function connectorFor(config: LoadedConfig): HermesConnector {
 }
 
 function openLedger(spec: LedgerSpec): RunLedger {
-  return spec.kind === 'sqlite' ? createSqliteLedger({ path: spec.path }) : createPostgresLedger({ connectionString: spec.connectionString });
+  return spec.kind === 'sqlite' ? openSqliteLedger(spec.path) : createPostgresLedger({ connectionString: spec.connectionString });
+}
+
+/** The SQLite ledger, or a usage error that says what is wrong with its path (the driver's words otherwise). */
+function openSqliteLedger(path: string): RunLedger {
+  const where = `cannot open the SQLite run ledger ${path}`;
+  if (statSync(path, { throwIfNoEntry: false })?.isDirectory()) throw new UsageError(`${where}: it is a directory`);
+  if (!statSync(dirname(path), { throwIfNoEntry: false })?.isDirectory()) throw new UsageError(`${where}: its folder does not exist`);
+  try {
+    return createSqliteLedger({ path });
+  } catch (error) {
+    if (error instanceof ConnectorConfigError) throw error;
+    throw new UsageError(`${where}: ${error instanceof Error ? error.message : String(error)}`);
+  }
 }
 
 /** The ledger as evidence may name it: its kind, and for SQLite its file (never a PostgreSQL URL). */

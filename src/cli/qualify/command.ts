@@ -3,7 +3,7 @@ import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startHermesSimulator, type HermesSimulator } from '../../simulator/index.js';
-import { HELP_OPTION, integerOption, parseCommand } from '../args.js';
+import { HELP_OPTION, fileErrorText, integerOption, parseCommand } from '../args.js';
 import { connectorFor, describeLedger, loadConfig } from '../config.js';
 import { EXIT, UsageError } from '../errors.js';
 import { EVIDENCE_SCHEMA_ID, writeEvidence, type EndpointRecord, type PromptRecord, type QualificationEvidence } from '../evidence.js';
@@ -155,6 +155,6 @@ function ensureFolder(dir: string): void {
   try {
     mkdirSync(resolve(dir), { recursive: true });
   } catch (error) {
-    throw new UsageError(`qualify: cannot create the output folder ${dir}: ${error instanceof Error ? error.message : String(error)}`);
+    throw new UsageError(`qualify: cannot create the output folder given with --out: ${fileErrorText(error)}`);
   }
 }
