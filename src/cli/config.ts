@@ -1,6 +1,6 @@
 import { readFileSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { ConnectorConfigError, createHermesConnector, createPostgresLedger, createSqliteLedger } from '../index.js';
+import { ConnectorConfigError, createHermesConnector, createMemoryLedger, createPostgresLedger, createSqliteLedger } from '../index.js';
 import type { HermesConnector, HermesEndpointConfig, RunLedger } from '../index.js';
 import { fileErrorText, jsonErrorText } from './args.js';
 import { UsageError } from './errors.js';
@@ -149,22 +149,25 @@ function checkedKey(raw: string, source: string): string {
 }
 
 /**
- * The connector for these endpoints, over the configured ledger if any; its close() closes that
- * ledger too. Configuration errors are usage errors (their messages hold no secret).
+ * The connector for these endpoints and its run ledger (the configured one, else one in memory for
+ * this command); the connector's close() closes the ledger too. Configuration errors are usage
+ * errors (their messages hold no secret).
  */
-export function connectorFor(config: LoadedConfig): HermesConnector {
+export function openConnector(config: LoadedConfig): { connector: HermesConnector; ledger: RunLedger } {
   let ledger: RunLedger | undefined;
   try {
-    ledger = config.ledger ? openLedger(config.ledger) : undefined;
-    const connector = createHermesConnector({ endpoints: config.endpoints.map((endpoint) => ({ ...endpoint.config })), ...(ledger ? { ledger } : {}) });
-    if (!ledger) return connector;
+    ledger = config.ledger ? openLedger(config.ledger) : createMemoryLedger();
+    const connector = createHermesConnector({ endpoints: config.endpoints.map((endpoint) => ({ ...endpoint.config })), ledger });
     const owned = ledger;
     return {
-      ...connector,
-      async close() {
-        await connector.close();
-        await owned.close();
+      connector: {
+        ...connector,
+        async close() {
+          await connector.close();
+          await owned.close();
+        },
       },
+      ledger,
     };
   } catch (error) {
     void ledger?.close();

@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import type { AipAction, AipStreamChunk, ApprovalGrant, ExecutionContext } from '../index.js';
 import { typedId } from '../ids.js';
 import { HELP_OPTION, parseCommand, readJsonArgument } from './args.js';
-import { connectorFor, loadConfig } from './config.js';
+import { openConnector, loadConfig } from './config.js';
 import { EXIT, UsageError } from './errors.js';
 import { INVOKE_HELP } from './help.js';
 import { onInterrupt } from './signals.js';
@@ -39,7 +39,7 @@ export async function invokeCommand(args: string[]): Promise<number> {
     throw new UsageError('--approval must be a JSON object (an AIP approval grant)');
   }
 
-  const connector = connectorFor(loadConfig(values.config));
+  const { connector } = openConnector(loadConfig(values.config));
   const interrupt = new AbortController();
   const stopListening = onInterrupt(() => interrupt.abort());
   try {
