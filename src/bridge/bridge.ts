@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import { ConnectorConfigError, isRunLedger } from '../config.js';
@@ -10,7 +11,7 @@ import { connectorLogger } from '../logger.js';
 import { Secret } from '../secret.js';
 import type { AipActionResult, AipStreamChunk, ApprovalGrant, ExecutionContext, HermesConnector, HermesSseEvent, RunEventsOutput } from '../types.js';
 import { HermClient, type PostOutcome, type ToolResultEvent } from './herm-client.js';
-import { subscribeToSession } from './session-stream.js';
+import { type HermStreamError, subscribeToSession } from './session-stream.js';
 
 export interface HermToolUseEvent {
   type: 'agent.custom_tool_use';
@@ -54,6 +55,12 @@ export interface HermBridgeOptions {
   /** How long one run is followed before the bridge reports it as not finished (default 6 h). */
   maxRunMs?: number;
   /**
+   * How long onApproval may take to answer one approval request (default 300 s, Hermes' own approval
+   * timeout `approvals.gateway_timeout`; never past the job's maxRunMs). Unanswered by then: nothing
+   * is approved, a late answer is dropped, and the job's final result is `failed`.
+   */
+  approvalTimeoutMs?: number;
+  /**
    * This bridge's identity as the owner of the jobs it drives (default: random per process). A
    * replica that keeps its id across restarts takes its unfinished jobs back at once; another
    * bridge's jobs are taken over only once their lease has expired.
@@ -66,8 +73,13 @@ export interface HermBridgeOptions {
 export interface HermBridge {
   /** Handles one Herm event; `agent.custom_tool_use` starts (once) a Hermes run. Resolves once the kickoff is settled. */
   handleEvent(sessionId: string, event: unknown): Promise<BridgeJob | null>;
-  /** Reads a Herm session's event stream and handles its tool calls until `signal` aborts or the stream ends. */
-  subscribe(sessionId: string, options?: { signal?: AbortSignal }): Promise<void>;
+  /**
+   * Reads a Herm session's event stream and handles its tool calls until `signal` aborts, the
+   * bridge closes or the stream ends. Never rejects: a stream that cannot be opened or read, or a
+   * tool call that cannot be handled, ends the subscription and goes to `onError` (or, without
+   * one, to the logger), so `void bridge.subscribe(…)` cannot crash the host.
+   */
+  subscribe(sessionId: string, options?: { signal?: AbortSignal; onError?: (error: Error) => void }): Promise<void>;
   /** Resolves when every job this bridge started has posted its final result or stopped trying. */
   idle(): Promise<void>;
   /**
@@ -86,6 +98,8 @@ interface Finale {
 
 const DEFAULT_STREAM_ROUTE = '/v1/sessions/{session_id}/stream';
 const DEFAULT_JOB_LEASE_MS = 30_000;
+/** Hermes' default `approvals.gateway_timeout`: after it Hermes has denied the command, so an answer is of no use. */
+const DEFAULT_APPROVAL_TIMEOUT_MS = 300_000;
 const MIN_TAKEOVER_WAIT_MS = 100;
 
 /**
@@ -100,6 +114,8 @@ export function createHermBridge(options: HermBridgeOptions): HermBridge {
   const logger = connectorLogger(options.logger).child({ component: 'herm-bridge' });
   const herm = new HermClient(settings.origin, settings.apiKey, options.herm.dispatcher);
   const closing = new AbortController();
+  // Every call in flight (of every job, approval and subscription) listens to it until it settles: many listeners, no leak.
+  setMaxListeners(0, closing.signal);
   const active = new Map<string, Promise<void>>();
   const approvals = new Set<Promise<void>>();
   /** Jobs held by other bridges that recover() waits to take over. */
@@ -172,8 +188,10 @@ export function createHermBridge(options: HermBridgeOptions): HermBridge {
     const outcome = await postWithRetry(job, { status: 'running', text }, false);
     if (outcome.kind === 'accepted') await update(job, { kickoff: 'accepted', kickoff_event_id: eventIdOf(outcome) });
     else if (outcome.kind === 'expired') await update(job, { kickoff: 'expired' });
+    else if (outcome.kind === 'rejected') await update(job, { kickoff: 'rejected' });
     else await update(job, { kickoff: 'unknown' });
-    logger.info({ session_id: job.session_id, tool_use_id: job.tool_use_id, run_id: job.run_id, kickoff: job.kickoff }, 'herm kickoff');
+    const httpStatus = outcome.kind === 'rejected' ? { http_status: outcome.status } : {};
+    logger.info({ session_id: job.session_id, tool_use_id: job.tool_use_id, run_id: job.run_id, kickoff: job.kickoff, ...httpStatus }, 'herm kickoff');
   }
 
   async function finish(job: BridgeJob, finale: Finale): Promise<void> {
@@ -212,13 +230,26 @@ export function createHermBridge(options: HermBridgeOptions): HermBridge {
     return outcome;
   }
 
-  /** Follows the run to its end: the event stream first, then status polling with backoff. */
+  /**
+   * Follows the run to its end. An approval onApproval left unanswered makes the job fail, whatever
+   * the run did without it: the application's approver did not do its part.
+   */
   async function follow(job: BridgeJob): Promise<Finale | undefined> {
+    let unanswered: string | undefined;
+    const finale = await followRun(job, async (chunk) => {
+      unanswered ??= await answerApproval(job, chunk);
+    });
+    if (!finale || unanswered === undefined) return finale;
+    return { status: 'failed', text: `${unanswered} The run then ${finale.status === 'completed' ? 'completed' : 'failed'}: ${finale.text}` };
+  }
+
+  /** Follows the run to its end: the event stream first, then status polling with backoff. */
+  async function followRun(job: BridgeJob, onChunk: (chunk: AipStreamChunk) => Promise<void>): Promise<Finale | undefined> {
     const runId = job.run_id as string;
-    const deadline = job.created_at + settings.maxRunMs;
+    const deadline = jobDeadline(job);
     const events = await connector.invoke(
       { id: typedId('act_'), capability_id: cap('run_events'), input: { run_id: runId, max_events: 100_000 } },
-      context({ deadline, onChunk: (chunk) => answerApproval(job, chunk) }),
+      context({ deadline, onChunk }),
     );
     if (closing.signal.aborted) return undefined;
     const fromStream = finaleOfEvents(runId, events);
@@ -233,18 +264,32 @@ export function createHermBridge(options: HermBridgeOptions): HermBridge {
     return undefined;
   }
 
-  async function answerApproval(job: BridgeJob, chunk: AipStreamChunk): Promise<void> {
-    if (chunk.kind !== 'pending_approval' || !options.onApproval) return;
+  /**
+   * Asks onApproval and sends its answer. onApproval gets the approval's window: Hermes denies on
+   * its own timeout, and the job must end by its deadline. An answer after the window is dropped,
+   * since Hermes resolves the run's oldest pending approval and that may be another command by
+   * then. Returns why the job fails when the window passed without an answer.
+   */
+  async function answerApproval(job: BridgeJob, chunk: AipStreamChunk): Promise<string | undefined> {
+    if (chunk.kind !== 'pending_approval' || !options.onApproval) return undefined;
     const event = ((chunk.data as { hermes_sse?: HermesSseEvent }).hermes_sse?.data ?? {}) as Record<string, unknown>;
     const runId = job.run_id as string;
+    const windowMs = Math.max(0, Math.min(settings.approvalTimeoutMs, jobDeadline(job) - now()));
     let decision: HermApprovalDecision | null | undefined;
     try {
-      decision = await options.onApproval({ sessionId: job.session_id, toolUseId: job.tool_use_id, runId, event });
+      const asked = Promise.resolve(options.onApproval({ sessionId: job.session_id, toolUseId: job.tool_use_id, runId, event }));
+      const answer = await within(asked, windowMs, closing.signal);
+      if (closing.signal.aborted) return undefined;
+      if (!answer) {
+        logger.error({ run_id: runId, window_ms: windowMs }, 'onApproval did not answer within the approval window; nothing was approved');
+        return `The approval request of Hermes run ${runId} was not answered within ${windowMs / 1000} s, so nothing was approved.`;
+      }
+      decision = answer.value;
     } catch (error) {
       logger.error({ run_id: runId, err: errorName(error) }, 'onApproval failed; nothing was approved');
-      return;
+      return undefined;
     }
-    if (!decision) return;
+    if (!decision) return undefined;
     const input = { run_id: runId, choice: decision.choice };
     // Answered without blocking the event reader: the run only moves on once Hermes has the answer.
     const answer = connector
@@ -253,6 +298,12 @@ export function createHermBridge(options: HermBridgeOptions): HermBridge {
     approvals.add(answer);
     const settled = () => void approvals.delete(answer);
     answer.then(settled, settled);
+    return undefined;
+  }
+
+  /** Past it, the bridge stops following the run and reports it as not finished. */
+  function jobDeadline(job: BridgeJob): number {
+    return job.created_at + settings.maxRunMs;
   }
 
   /** From a recorded start to an accepted final result. */
@@ -338,6 +389,18 @@ export function createHermBridge(options: HermBridgeOptions): HermBridge {
     return runToEnd(job);
   }
 
+  function reportStreamError(sessionId: string, error: HermStreamError, onError: ((error: Error) => void) | undefined): void {
+    if (!onError) {
+      logger.error({ session_id: sessionId, err: error.message }, 'herm session stream failed');
+      return;
+    }
+    try {
+      onError(error);
+    } catch (thrown) {
+      logger.error({ session_id: sessionId, err: error.message, on_error: errorName(thrown) }, 'herm session stream onError failed');
+    }
+  }
+
   return {
     async handleEvent(sessionId, event) {
       if (closing.signal.aborted) throw new Error('the Herm bridge is closed');
@@ -357,7 +420,7 @@ export function createHermBridge(options: HermBridgeOptions): HermBridge {
         onEvent: async (event) => {
           await this.handleEvent(sessionId, event);
         },
-      });
+      }).catch((error: HermStreamError) => reportStreamError(sessionId, error, subscribeOptions.onError));
     },
     async idle() {
       while (active.size > 0 || approvals.size > 0 || takeovers.size > 0) await Promise.allSettled([...active.values(), ...approvals, ...takeovers]);
@@ -455,6 +518,8 @@ function resolveBridgeOptions(options: HermBridgeOptions) {
   const jobLeaseMs = options.jobLeaseMs ?? DEFAULT_JOB_LEASE_MS;
   if (!Number.isInteger(jobLeaseMs) || jobLeaseMs < 100 || jobLeaseMs > 86_400_000) throw invalid('`jobLeaseMs` must be an integer from 100 to 86400000');
   if (!route.startsWith('/') || !route.includes('{session_id}')) throw invalid('`streamRoute` must be a path containing {session_id}');
+  const approvalTimeoutMs = options.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS;
+  if (!Number.isInteger(approvalTimeoutMs) || approvalTimeoutMs < 1 || approvalTimeoutMs > 86_400_000) throw invalid('`approvalTimeoutMs` must be an integer from 1 to 86400000');
   return {
     connector: options.connector,
     endpointId: options.endpointId,
@@ -464,6 +529,7 @@ function resolveBridgeOptions(options: HermBridgeOptions) {
     finalRetry: { attempts: 8, baseDelayMs: 250, maxDelayMs: 10_000, ...options.finalRetry },
     statusPoll: { baseDelayMs: 500, maxDelayMs: 15_000, ...options.statusPoll },
     maxRunMs: options.maxRunMs ?? 6 * 60 * 60 * 1000,
+    approvalTimeoutMs,
     bridgeId,
     jobLeaseMs,
   };
@@ -475,6 +541,33 @@ function eventIdOf(outcome: PostOutcome): string | null {
 
 function textOf(value: unknown): string {
   return typeof value === 'string' ? value : '';
+}
+
+/** The promise's value if it settles within `ms` and before the signal aborts, else undefined; its rejection is passed on. */
+function within<T>(promise: Promise<T>, ms: number, signal: AbortSignal): Promise<{ value: T } | undefined> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return resolve(undefined);
+    const timer = setTimeout(expire, ms);
+    signal.addEventListener('abort', expire, { once: true });
+    function stop() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', expire);
+    }
+    function expire() {
+      stop();
+      resolve(undefined);
+    }
+    promise.then(
+      (value) => {
+        stop();
+        resolve({ value });
+      },
+      (error: unknown) => {
+        stop();
+        reject(error);
+      },
+    );
+  });
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {

@@ -9,27 +9,43 @@ export interface SessionStreamOptions {
   onEvent: (event: Record<string, unknown>) => Promise<void>;
 }
 
+/** Why a session stream ended early. Its message names an HTTP status or an error code, never a header or a body. */
+export class HermStreamError extends Error {
+  constructor(message: string, options?: { cause: unknown }) {
+    super(message, options);
+    this.name = 'HermStreamError';
+  }
+}
+
 const MiB = 1024 * 1024;
 
-/** Reads a Herm session's SSE stream and hands each event on, in order, until the signal aborts or the stream ends. */
+/**
+ * Reads a Herm session's SSE stream and hands each event on, in order, until the signal aborts or
+ * the stream ends. Rejects with a HermStreamError when it cannot open or read the stream, or an
+ * event cannot be handled.
+ */
 export async function subscribeToSession({ client, origin, path, signal, onEvent }: SessionStreamOptions): Promise<void> {
   if (signal.aborted) return;
-  const response = await client.dispatcher.request({ origin, path, method: 'GET', headers: client.headers('text/event-stream'), signal }).catch((error: unknown) => {
-    if (signal.aborted) return undefined;
-    throw error;
-  });
-  if (!response) return;
-  response.body.on('error', () => undefined);
-  if (response.statusCode !== 200) {
-    await response.body.dump().catch(() => undefined);
-    throw new Error(`the Herm session stream answered HTTP ${response.statusCode}`);
-  }
-  const decoder = new SseDecoder({ maxFrameBytes: MiB, maxStreamBytes: Number.MAX_SAFE_INTEGER }, 'herm');
   try {
+    const response = await client.dispatcher.request({ origin, path, method: 'GET', headers: client.headers('text/event-stream'), signal });
+    response.body.on('error', () => undefined);
+    if (response.statusCode !== 200) {
+      await response.body.dump().catch(() => undefined);
+      throw new HermStreamError(`the Herm session stream answered HTTP ${response.statusCode}`);
+    }
+    const decoder = new SseDecoder({ maxFrameBytes: MiB, maxStreamBytes: Number.MAX_SAFE_INTEGER }, 'herm');
     for await (const chunk of response.body as AsyncIterable<Buffer>) {
       for (const item of decoder.push(chunk)) if (!isSseDone(item)) await onEvent(item.data);
     }
   } catch (error) {
-    if (!signal.aborted) throw error;
+    if (signal.aborted) return;
+    if (error instanceof HermStreamError) throw error;
+    throw new HermStreamError(`the Herm session stream failed (${codeOf(error)})`, { cause: error });
   }
+}
+
+function codeOf(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === 'string') return code;
+  return error instanceof Error ? error.name : typeof error;
 }

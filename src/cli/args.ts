@@ -23,14 +23,34 @@ export function parseCommand<T>(command: string, args: string[], parse: (args: s
   try {
     return parse(args);
   } catch (error) {
-    const message = error instanceof Error ? error.message.replace(/\. To specify a positional argument.*$/s, '') : String(error);
-    throw new UsageError(`${command}: ${message} (see hermes-aip ${command} --help)`);
+    throw new UsageError(`${command}: ${parseErrorText(error)} (see hermes-aip ${command} --help)`);
   }
 }
 
+/** parseArgs' complaint without the argument it quotes, unless that is a word-shaped option name. */
+function parseErrorText(error: unknown): string {
+  const { code, message } = error as { code?: unknown; message?: unknown };
+  if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+    const option = /'([^']*)'/.exec(String(message))?.[1] ?? '';
+    return isNameLike(option) ? `Unknown option '${option}'` : 'an unknown option';
+  }
+  if (code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL') return 'unexpected argument (this command takes no positional arguments)';
+  // It quotes only option names this command defines.
+  if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') return String(message);
+  return 'invalid arguments';
+}
+
 /**
- * A JSON argument given inline or as `@file`. `what` names it in errors; the value itself is
- * never echoed (it may be a grant or an input with confidential content).
+ * Whether an error may quote a token a user typed: a short word of lowercase letters and dashes,
+ * like a mistyped command or option. Anything else may be a key pasted in the wrong place.
+ */
+export function isNameLike(token: string): boolean {
+  return /^-{0,2}[a-z][a-z-]{0,23}$/.test(token);
+}
+
+/**
+ * A JSON argument given inline or as `@file`. `what` names it in errors; the value itself, and
+ * the file name, are never echoed (a grant, confidential input, or a key pasted by mistake).
  */
 export function readJsonArgument(value: string, what: string): unknown {
   let text = value;
@@ -40,13 +60,13 @@ export function readJsonArgument(value: string, what: string): unknown {
     try {
       text = readFileSync(path, 'utf8');
     } catch (error) {
-      throw new UsageError(`${what}: cannot read ${path}: ${fileErrorText(error)}`);
+      throw new UsageError(`${what}: cannot read the file named after @: ${fileErrorText(error)}`);
     }
   }
   try {
     return JSON.parse(text) as unknown;
   } catch (error) {
-    throw new UsageError(`${what} is not valid JSON${value.startsWith('@') ? ` (${value.slice(1)})` : ''}: ${jsonErrorText(error)}`);
+    throw new UsageError(`${what} is not valid JSON${value.startsWith('@') ? ' (the file named after @)' : ''}: ${jsonErrorText(error)}`);
   }
 }
 
@@ -68,11 +88,11 @@ export function jsonErrorText(error: unknown): string {
   return message.replace(/, ".*$/s, '');
 }
 
-/** 'not found', 'permission denied', ... instead of an errno dump. */
+/** 'not found', 'permission denied', ... instead of an errno dump, whose message would quote the path. */
 export function fileErrorText(error: unknown): string {
   const code = (error as NodeJS.ErrnoException | null)?.code;
   if (code === 'ENOENT') return 'file not found';
   if (code === 'EACCES' || code === 'EPERM') return 'permission denied';
   if (code === 'EISDIR') return 'is a directory';
-  return error instanceof Error ? error.message : String(error);
+  return typeof code === 'string' ? code : 'unreadable';
 }

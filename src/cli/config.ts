@@ -1,6 +1,6 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { ConnectorConfigError, createHermesConnector, createPostgresLedger, createSqliteLedger } from '../index.js';
+import { ConnectorConfigError, createHermesConnector, createMemoryLedger, createPostgresLedger, createSqliteLedger } from '../index.js';
 import type { HermesConnector, HermesEndpointConfig, RunLedger } from '../index.js';
 import { fileErrorText, jsonErrorText } from './args.js';
 import { UsageError } from './errors.js';
@@ -83,7 +83,8 @@ function loadConfigFile(configPath: string, env: NodeJS.ProcessEnv): LoadedConfi
   try {
     text = readFileSync(configPath, 'utf8');
   } catch (error) {
-    throw new UsageError(`cannot read config file ${configPath}: ${fileErrorText(error)}`);
+    // The path is not quoted: when it cannot be read it may be anything, a pasted key included.
+    throw new UsageError(`cannot read the config file given with --config: ${fileErrorText(error)}`);
   }
   let document: unknown;
   try {
@@ -148,22 +149,25 @@ function checkedKey(raw: string, source: string): string {
 }
 
 /**
- * The connector for these endpoints, over the configured ledger if any; its close() closes that
- * ledger too. Configuration errors are usage errors (their messages hold no secret).
+ * The connector for these endpoints and its run ledger (the configured one, else one in memory for
+ * this command); the connector's close() closes the ledger too. Configuration errors are usage
+ * errors (their messages hold no secret).
  */
-export function connectorFor(config: LoadedConfig): HermesConnector {
+export function openConnector(config: LoadedConfig): { connector: HermesConnector; ledger: RunLedger } {
   let ledger: RunLedger | undefined;
   try {
-    ledger = config.ledger ? openLedger(config.ledger) : undefined;
-    const connector = createHermesConnector({ endpoints: config.endpoints.map((endpoint) => ({ ...endpoint.config })), ...(ledger ? { ledger } : {}) });
-    if (!ledger) return connector;
+    ledger = config.ledger ? openLedger(config.ledger) : createMemoryLedger();
+    const connector = createHermesConnector({ endpoints: config.endpoints.map((endpoint) => ({ ...endpoint.config })), ledger });
     const owned = ledger;
     return {
-      ...connector,
-      async close() {
-        await connector.close();
-        await owned.close();
+      connector: {
+        ...connector,
+        async close() {
+          await connector.close();
+          await owned.close();
+        },
       },
+      ledger,
     };
   } catch (error) {
     void ledger?.close();
@@ -173,7 +177,20 @@ export function connectorFor(config: LoadedConfig): HermesConnector {
 }
 
 function openLedger(spec: LedgerSpec): RunLedger {
-  return spec.kind === 'sqlite' ? createSqliteLedger({ path: spec.path }) : createPostgresLedger({ connectionString: spec.connectionString });
+  return spec.kind === 'sqlite' ? openSqliteLedger(spec.path) : createPostgresLedger({ connectionString: spec.connectionString });
+}
+
+/** The SQLite ledger, or a usage error that says what is wrong with its path (the driver's words otherwise). */
+function openSqliteLedger(path: string): RunLedger {
+  const where = `cannot open the SQLite run ledger ${path}`;
+  if (statSync(path, { throwIfNoEntry: false })?.isDirectory()) throw new UsageError(`${where}: it is a directory`);
+  if (!statSync(dirname(path), { throwIfNoEntry: false })?.isDirectory()) throw new UsageError(`${where}: its folder does not exist`);
+  try {
+    return createSqliteLedger({ path });
+  } catch (error) {
+    if (error instanceof ConnectorConfigError) throw error;
+    throw new UsageError(`${where}: ${error instanceof Error ? error.message : String(error)}`);
+  }
 }
 
 /** The ledger as evidence may name it: its kind, and for SQLite its file (never a PostgreSQL URL). */

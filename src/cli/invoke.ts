@@ -3,10 +3,12 @@ import { parseArgs } from 'node:util';
 import type { AipAction, AipStreamChunk, ApprovalGrant, ExecutionContext } from '../index.js';
 import { typedId } from '../ids.js';
 import { HELP_OPTION, parseCommand, readJsonArgument } from './args.js';
-import { connectorFor, loadConfig } from './config.js';
+import { openConnector, loadConfig } from './config.js';
 import { EXIT, UsageError } from './errors.js';
 import { INVOKE_HELP } from './help.js';
 import { onInterrupt } from './signals.js';
+
+const CAPABILITY_ID_SHAPE = /^cap:hermes_agent:[a-z0-9_-]{1,128}:[a-z_]{1,32}$/;
 
 export async function invokeCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseCommand('invoke', args, (argv) =>
@@ -37,13 +39,15 @@ export async function invokeCommand(args: string[]): Promise<number> {
     throw new UsageError('--approval must be a JSON object (an AIP approval grant)');
   }
 
-  const connector = connectorFor(loadConfig(values.config));
+  const { connector } = openConnector(loadConfig(values.config));
   const interrupt = new AbortController();
   const stopListening = onInterrupt(() => interrupt.abort());
   try {
     if (!connector.capability(capabilityId)) {
       const known = connector.capabilities().map((capability) => capability.id);
-      throw new UsageError(`invoke: unknown capability id ${capabilityId}; this configuration has ${known.join(', ')}`);
+      // Quoted only when shaped like a capability id: a key pasted in its place must not be echoed.
+      const named = CAPABILITY_ID_SHAPE.test(capabilityId) ? ` ${capabilityId}` : '';
+      throw new UsageError(`invoke: unknown capability id${named}; this configuration has ${known.join(', ')}`);
     }
     const streaming = capabilityId.endsWith(':run_events');
     const action: AipAction = { id: typedId('act_'), capability_id: capabilityId, input };
@@ -54,6 +58,7 @@ export async function invokeCommand(args: string[]): Promise<number> {
     if (streaming) context.onChunk = (chunk) => writeLine(chunk);
     const result = await connector.invoke(action, context);
     process.stdout.write(streaming ? `${JSON.stringify(result)}\n` : `${JSON.stringify(result, null, 2)}\n`);
+    if (interrupt.signal.aborted) return EXIT.interrupted;
     return result.status === 'completed' ? EXIT.ok : EXIT.failed;
   } finally {
     stopListening();

@@ -7,6 +7,7 @@
 import { PACKAGE_NAME, PACKAGE_VERSION } from '../package-info.js';
 import { describeError, EXIT, UsageError } from './errors.js';
 import { TOP_HELP } from './help.js';
+import { isNameLike } from './args.js';
 
 type Command = (args: string[]) => Promise<number>;
 
@@ -33,7 +34,10 @@ async function main(argv: string[]): Promise<number> {
     return EXIT.usage;
   }
   const load = Object.hasOwn(COMMANDS, command) ? COMMANDS[command] : undefined;
-  if (!load) throw new UsageError(`unknown command "${command.slice(0, 40)}" (commands: ${Object.keys(COMMANDS).join(', ')}; see hermes-aip --help)`);
+  if (!load) {
+    const named = isNameLike(command) ? ` "${command}"` : '';
+    throw new UsageError(`unknown command${named} (commands: ${Object.keys(COMMANDS).join(', ')}; see hermes-aip --help)`);
+  }
   return (await load())(rest);
 }
 

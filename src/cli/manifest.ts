@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { HELP_OPTION, parseCommand } from './args.js';
-import { connectorFor, loadConfig } from './config.js';
+import { openConnector, loadConfig } from './config.js';
 import { EXIT } from './errors.js';
 import { MANIFEST_HELP } from './help.js';
 
@@ -10,7 +10,7 @@ export async function manifestCommand(args: string[]): Promise<number> {
     process.stdout.write(MANIFEST_HELP);
     return EXIT.ok;
   }
-  const connector = connectorFor(loadConfig(values.config));
+  const { connector } = openConnector(loadConfig(values.config));
   try {
     process.stdout.write(`${JSON.stringify(connector.manifest(), null, 2)}\n`);
   } finally {

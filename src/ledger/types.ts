@@ -31,8 +31,8 @@ export interface BridgeJob {
   run_id: string | null;
   /** starting → running → done; a job not `done` is resumed by recover(). */
   state: 'starting' | 'running' | 'done';
-  /** What became of the `running` kickoff result. */
-  kickoff: 'pending' | 'accepted' | 'expired' | 'unknown' | 'skipped';
+  /** What became of the `running` kickoff result (`rejected`: Herm refused it with a 4xx other than 410 and 429). */
+  kickoff: 'pending' | 'accepted' | 'expired' | 'rejected' | 'unknown' | 'skipped';
   kickoff_event_id: string | null;
   final_status: 'completed' | 'failed' | null;
   final_event_id: string | null;

@@ -26,7 +26,7 @@ describe('createHermBridge options', () => {
     await createHermBridge(valid()).close();
     const ledger = createMemoryLedger();
     await createHermBridge({ ...valid(), ledger, bridgeId: 'replica-1', jobLeaseMs: 100 }).close();
-    await createHermBridge({ ...valid(), jobLeaseMs: 86_400_000 }).close();
+    await createHermBridge({ ...valid(), jobLeaseMs: 86_400_000, approvalTimeoutMs: 1 }).close();
     await ledger.close();
   });
 
@@ -43,6 +43,9 @@ describe('createHermBridge options', () => {
     ['a jobLeaseMs under 100', { jobLeaseMs: 99 }, /jobLeaseMs/],
     ['a jobLeaseMs that is not an integer', { jobLeaseMs: 1000.5 }, /jobLeaseMs/],
     ['a jobLeaseMs over a day', { jobLeaseMs: 86_400_001 }, /jobLeaseMs/],
+    ['an approvalTimeoutMs of 0', { approvalTimeoutMs: 0 }, /approvalTimeoutMs/],
+    ['an approvalTimeoutMs that is not an integer', { approvalTimeoutMs: 1.5 }, /approvalTimeoutMs/],
+    ['an approvalTimeoutMs over a day', { approvalTimeoutMs: 86_400_001 }, /approvalTimeoutMs/],
   ])('refuses %s', (_name, change, names) => {
     expect(refusal({ ...valid(), ...change })).toMatch(names);
   });

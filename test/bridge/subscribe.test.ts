@@ -1,10 +1,16 @@
 /**
  * bridge.subscribe(): the bridge reads the Herm session's event stream itself and handles the
- * tool calls it carries, until the signal aborts; a wrong stream route fails loudly.
+ * tool calls it carries, until the signal aborts. It never rejects: a stream failure (a wrong route,
+ * Herm answering 503, a refused connection) goes to onError, or to the logger when there is none.
  */
-import { describe, expect, it } from 'vitest';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createHermBridge } from 'aip-connector-hermes-agent';
 import { eventually } from '../helpers/harness.js';
-import { HERM_KEY, acceptedFinals, acceptedRunning, bridgeEnvFactory, callTool, newSessionId, postedResults, scripts } from '../helpers/bridge-env.js';
+import { ENDPOINT, HERM_KEY, acceptedFinals, acceptedRunning, bridgeEnvFactory, callTool, newSessionId, postedResults, scripts } from '../helpers/bridge-env.js';
 
 const startEnv = bridgeEnvFactory();
 
@@ -80,11 +86,105 @@ describe('bridge.subscribe', () => {
     await subscribed;
   });
 
-  it('a wrong streamRoute: subscribe rejects naming the HTTP status', async () => {
+  it('a wrong streamRoute: subscribe resolves and reports the HTTP status to onError', async () => {
     const { herm, bridge } = await startEnv({ bridge: { streamRoute: '/v2/sessions/{session_id}/events/live' } });
     const sessionId = newSessionId();
-    await expect(bridge.subscribe(sessionId)).rejects.toThrow(/HTTP 404/);
+    const errors: Error[] = [];
+    await expect(bridge.subscribe(sessionId, { onError: (error) => errors.push(error) })).resolves.toBeUndefined();
+    expect(errors.map((error) => error.message)).toEqual(['the Herm session stream answered HTTP 404']);
     expect(herm.requests.map((request) => request.path)).toEqual([`/v2/sessions/${sessionId}/events/live`]);
     expect(herm.subscribers(sessionId)).toBe(0);
+  });
+});
+
+describe('bridge.subscribe when the Herm stream fails (README: `void bridge.subscribe(…)` must not crash the host)', () => {
+  const unhandled: unknown[] = [];
+  const onUnhandled = (reason: unknown) => void unhandled.push(reason);
+  let herm503: Server | undefined;
+  beforeEach(() => {
+    unhandled.length = 0;
+    process.on('unhandledRejection', onUnhandled);
+  });
+  afterEach(async () => {
+    process.off('unhandledRejection', onUnhandled);
+    await closeHerm503();
+  });
+
+  async function closeHerm503(): Promise<void> {
+    const server = herm503;
+    herm503 = undefined;
+    if (server) await new Promise((resolve) => server.close(resolve));
+  }
+
+  /** A Herm that answers every request 503, on loopback port 0. */
+  async function unavailableHerm(): Promise<string> {
+    herm503 = createServer((_request, response) => {
+      response.writeHead(503, { 'content-type': 'application/json' }).end('{"error":{"type":"overloaded","retryable":true}}');
+    });
+    await new Promise<void>((resolve) => herm503?.listen(0, '127.0.0.1', resolve));
+    return `http://127.0.0.1:${(herm503.address() as AddressInfo).port}`;
+  }
+
+  function captureLogger() {
+    const lines: Array<Record<string, unknown>> = [];
+    let raw = '';
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        raw += chunk.toString('utf8');
+        for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) lines.push(JSON.parse(line) as Record<string, unknown>);
+        done();
+      },
+    });
+    return { logger: pino({ level: 'trace' }, sink), lines, raw: () => raw };
+  }
+
+  it('without onError: `void bridge.subscribe(…)` leaves no unhandled rejection; the failure is logged, without the key', async () => {
+    const { connector, ledger } = await startEnv();
+    const capture = captureLogger();
+    const bridge = createHermBridge({ herm: { baseUrl: await unavailableHerm(), apiKey: HERM_KEY }, connector, endpointId: ENDPOINT, ledger, logger: capture.logger });
+    const sessionId = newSessionId();
+    const subscribed = bridge.subscribe(sessionId);
+    void subscribed;
+    await expect(subscribed).resolves.toBeUndefined();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(unhandled).toEqual([]);
+    expect(capture.lines).toContainEqual(expect.objectContaining({ level: 50, session_id: sessionId, err: 'the Herm session stream answered HTTP 503', msg: 'herm session stream failed' }));
+    expect(capture.raw()).not.toContain(HERM_KEY);
+    await bridge.close();
+  });
+
+  it('with onError: called once with the failure, and the subscription resolves', async () => {
+    const { connector, ledger } = await startEnv();
+    const bridge = createHermBridge({ herm: { baseUrl: await unavailableHerm(), apiKey: HERM_KEY }, connector, endpointId: ENDPOINT, ledger });
+    const errors: Error[] = [];
+    await expect(bridge.subscribe(newSessionId(), { onError: (error) => errors.push(error) })).resolves.toBeUndefined();
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toBeInstanceOf(Error);
+    expect(errors[0]?.message).toBe('the Herm session stream answered HTTP 503');
+    expect(unhandled).toEqual([]);
+    await bridge.close();
+  });
+
+  it('an onError that throws is logged, never a rejection', async () => {
+    const { connector, ledger } = await startEnv();
+    const capture = captureLogger();
+    const bridge = createHermBridge({ herm: { baseUrl: await unavailableHerm(), apiKey: HERM_KEY }, connector, endpointId: ENDPOINT, ledger, logger: capture.logger });
+    const onError = () => {
+      throw new Error('reporter down');
+    };
+    await expect(bridge.subscribe(newSessionId(), { onError })).resolves.toBeUndefined();
+    expect(capture.lines.some((line) => line.msg === 'herm session stream onError failed')).toBe(true);
+    await bridge.close();
+  });
+
+  it('a refused connection (nothing listening) is reported the same way', async () => {
+    const { connector, ledger } = await startEnv();
+    const closedPort = await unavailableHerm();
+    await closeHerm503();
+    const bridge = createHermBridge({ herm: { baseUrl: closedPort, apiKey: HERM_KEY }, connector, endpointId: ENDPOINT, ledger });
+    const errors: Error[] = [];
+    await expect(bridge.subscribe(newSessionId(), { onError: (error) => errors.push(error) })).resolves.toBeUndefined();
+    expect(errors.map((error) => error.message)).toEqual(['the Herm session stream failed (ECONNREFUSED)']);
+    await bridge.close();
   });
 });

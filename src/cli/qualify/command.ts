@@ -3,8 +3,8 @@ import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startHermesSimulator, type HermesSimulator } from '../../simulator/index.js';
-import { HELP_OPTION, integerOption, parseCommand } from '../args.js';
-import { connectorFor, describeLedger, loadConfig } from '../config.js';
+import { HELP_OPTION, fileErrorText, integerOption, parseCommand } from '../args.js';
+import { openConnector, describeLedger, loadConfig } from '../config.js';
 import { EXIT, UsageError } from '../errors.js';
 import { EVIDENCE_SCHEMA_ID, writeEvidence, type EndpointRecord, type PromptRecord, type QualificationEvidence } from '../evidence.js';
 import { QUALIFY_HELP } from '../help.js';
@@ -85,16 +85,18 @@ export async function qualifyCommand(args: string[]): Promise<number> {
     harmlessPrompt,
     signal: interrupt.signal,
     ...(simulator ? { scripts: simulatorScripts(scratchCommand), providerRequestCount: () => simulator.requests.length } : {}),
+    // The later profile keeps interrupted runs' statuses over a restart: only the pin forgets them.
+    ...(simulator && profile === 'pin' ? { restartProvider: () => simulator.restart() } : {}),
   };
   const progress = createProgress(process.stdout);
   const startedAt = Date.now();
   let endpoints: EndpointRecord[];
   try {
-    const connector = connectorFor(config);
+    const { connector, ledger } = openConnector(config);
     try {
       const where = simulator ? `the embedded Hermes simulator (profile ${profile}) at ${simulator.url}` : `${config.endpoints.length} endpoint${config.endpoints.length === 1 ? '' : 's'} from ${config.source}`;
       process.stdout.write(`hermes-aip qualify ${qualificationId}: ${CHECKS.length} checks against ${where}\n`);
-      endpoints = await qualifyEndpoints(config.endpoints, connector, settings, progress);
+      endpoints = await qualifyEndpoints(config.endpoints, connector, ledger, settings, progress);
     } finally {
       progress.close();
       await connector.close();
@@ -155,6 +157,6 @@ function ensureFolder(dir: string): void {
   try {
     mkdirSync(resolve(dir), { recursive: true });
   } catch (error) {
-    throw new UsageError(`qualify: cannot create the output folder ${dir}: ${error instanceof Error ? error.message : String(error)}`);
+    throw new UsageError(`qualify: cannot create the output folder given with --out: ${fileErrorText(error)}`);
   }
 }

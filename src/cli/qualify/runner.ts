@@ -1,4 +1,4 @@
-import type { HermesConnector, RunEventsOutput } from '../../index.js';
+import type { HermesConnector, RunEventsOutput, RunLedger } from '../../index.js';
 import { typedId } from '../../ids.js';
 import type { LoadedEndpoint } from '../config.js';
 import type { CheckRecord, CleanupRecord, EndpointRecord } from '../evidence.js';
@@ -17,13 +17,14 @@ const DRAIN_MS = 5_000;
 export async function qualifyEndpoints(
   endpoints: LoadedEndpoint[],
   connector: HermesConnector,
+  ledger: RunLedger,
   settings: QualifySettings,
   progress: Progress,
 ): Promise<EndpointRecord[]> {
   const runIds = new Set<string>();
   const records: EndpointRecord[] = [];
   for (const endpoint of endpoints) {
-    const session = new EndpointSession(endpoint.config, connector, settings, runIds);
+    const session = new EndpointSession(endpoint.config, connector, ledger, settings, runIds);
     const startedAt = Date.now();
     progress.endpointStarted(endpoint.config.id, endpoint.config.baseUrl, CHECKS);
     const checks: CheckRecord[] = [];

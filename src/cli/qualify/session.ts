@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { AipAction, AipActionResult, ApprovalGrant, ExecutionContext, HermesConnector, OperationName } from '../../index.js';
+import type { AipAction, AipActionResult, ApprovalGrant, ExecutionContext, HermesConnector, OperationName, RunLedger } from '../../index.js';
 import { typedId } from '../../ids.js';
 import type { LoadedEndpoint } from '../config.js';
 import { duration } from '../format.js';
@@ -28,6 +28,8 @@ export interface QualifySettings {
   signal: AbortSignal;
   /** Against the embedded simulator: how many requests it has received, to show that a refusal sent nothing. */
   providerRequestCount?: () => number;
+  /** Against the embedded simulator at the pin: a provider restart, after which Hermes knows none of its runs. */
+  restartProvider?: () => void;
 }
 
 const MUTATIONS: ReadonlySet<OperationName> = new Set(['run_start', 'run_approval', 'run_stop']);
@@ -65,6 +67,8 @@ export class EndpointSession {
   constructor(
     readonly endpoint: LoadedEndpoint['config'],
     readonly connector: HermesConnector,
+    /** The connector's own run ledger. */
+    readonly ledger: RunLedger,
     readonly settings: QualifySettings,
     /** Run ids started on any endpoint of this qualification: a start must never repeat one. */
     private readonly allRunIds: Set<string>,

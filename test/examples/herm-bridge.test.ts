@@ -1,0 +1,47 @@
+/**
+ * The README's Herm bridge code is the example's code, and the example runs: a change to either
+ * that the other does not follow fails here.
+ */
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const EXAMPLE = `${root}examples/herm-bridge.ts`;
+const TSX = `${root}node_modules/.bin/tsx`;
+
+/** The ```ts blocks of one README section. */
+function codeBlocksOfSection(heading: string): string[] {
+  const readme = readFileSync(`${root}README.md`, 'utf8');
+  const start = readme.indexOf(`\n## ${heading}`);
+  expect(start, `README section "${heading}"`).toBeGreaterThanOrEqual(0);
+  const end = readme.indexOf('\n## ', start + 1);
+  const section = readme.slice(start, end < 0 ? undefined : end);
+  return [...section.matchAll(/```ts\n([\s\S]*?)```/g)].map((match) => match[1] as string);
+}
+
+describe('examples/herm-bridge.ts', () => {
+  it('holds every code block of the README "Herm bridge" section word for word', () => {
+    const example = readFileSync(EXAMPLE, 'utf8');
+    const blocks = codeBlocksOfSection('Herm bridge');
+    expect(blocks.length).toBeGreaterThanOrEqual(2);
+    for (const block of blocks) expect(example, block).toContain(block);
+    // The call that once crashed hosts: a subscription whose failures go to onError, awaited at shutdown.
+    expect(blocks.join('')).toContain('bridge.subscribe(sessionId, { signal: stop.signal, onError:');
+    expect(blocks.join('')).toContain('await subscribed;');
+    expect(blocks.join('')).not.toMatch(/void bridge\.subscribe/);
+  });
+
+  it('runs to its end: approval, running kickoff, completed final, job record; nothing on stderr', { timeout: 60_000 }, async () => {
+    const { stdout, stderr } = await promisify(execFile)(TSX, [EXAMPLE], { cwd: root, timeout: 50_000, env: { PATH: process.env['PATH'] ?? '' } });
+    expect(stderr).toBe('');
+    const lines = stdout.trimEnd().split('\n');
+    expect(lines[0]).toBe('approval requested for: ffmpeg -i intro.mov intro.mp4');
+    expect(lines[1]).toMatch(/^posted running: Started Hermes run run_[0-9a-f]{32}\./);
+    expect(lines[2]).toBe('posted completed: Render completed. The video is available at https://example.com/render/123.');
+    expect(lines[3]).toBe("history now: [ 'completed' ]");
+    expect(lines[4]).toMatch(/^job: run run_[0-9a-f]{32}, kickoff accepted, done, final completed$/);
+  });
+});
