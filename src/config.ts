@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { Dispatcher } from 'undici';
 import type { Logger } from 'pino';
-import type { RunLedger } from './ledger/types.js';
+import { LEDGER_METHODS, type RunLedger } from './ledger/types.js';
+import type { TelemetryOptions } from './telemetry.js';
 import { Secret } from './secret.js';
 import type { HermesConnectorOptions } from './types.js';
 
@@ -45,6 +46,8 @@ export class ConnectorConfigError extends Error {
 export interface ResolvedEndpoint {
   readonly id: string;
   readonly origin: string;
+  /** The origin's host and port, as traces name them (`server.address`, `server.port`). */
+  readonly server: { readonly address: string; readonly port: number };
   readonly displayName: string | undefined;
   readonly tenantId: string | undefined;
   readonly apiKey: Secret | undefined;
@@ -69,6 +72,7 @@ export interface ResolvedConfig {
   readonly now: () => number;
   readonly ledger: RunLedger | undefined;
   readonly idempotencyLeaseMs: number;
+  readonly telemetry: TelemetryOptions;
 }
 
 const MiB = 1024 * 1024;
@@ -83,8 +87,7 @@ export const DEFAULT_LIMITS: ResolvedLimits = Object.freeze({
 export const MAX_EVENTS_CEILING = 100_000;
 const MAX_LIMIT_BYTES = 256 * MiB;
 
-const TOP_LEVEL_OPTIONS = new Set(['endpoints', 'logger', 'dispatcher', 'limits', 'now', 'ledger', 'idempotencyLeaseMs']);
-const LEDGER_METHODS = ['claim', 'get', 'renewLease', 'settle', 'release', 'settleAbandoned', 'purgeExpired', 'recordRun', 'updateRun', 'evidence', 'openRuns', 'createJob', 'updateJob', 'job', 'unfinishedJobs', 'claimJob', 'renewJobLease', 'close'];
+const TOP_LEVEL_OPTIONS = new Set(['endpoints', 'logger', 'dispatcher', 'limits', 'now', 'ledger', 'idempotencyLeaseMs', 'tracerProvider', 'meterProvider', 'propagateTraceContext']);
 export const DEFAULT_IDEMPOTENCY_LEASE_MS = 30_000;
 const ENDPOINT_FIELDS = new Set(['id', 'baseUrl', 'apiKey', 'displayName', 'tenantId']);
 const ENDPOINT_ID = /^[a-z0-9_-]{1,128}$/;
@@ -106,7 +109,23 @@ export function resolveConfig(options: HermesConnectorOptions): ResolvedConfig {
     now: resolveClock(options.now),
     ledger: resolveLedger(options.ledger),
     idempotencyLeaseMs: resolveLeaseMs(options.idempotencyLeaseMs),
+    telemetry: resolveTelemetry(options),
   };
+}
+
+/** The OpenTelemetry providers, checked for the one method each that the connector calls. */
+export function resolveTelemetry(options: Pick<HermesConnectorOptions, 'tracerProvider' | 'meterProvider' | 'propagateTraceContext'>): TelemetryOptions {
+  const { tracerProvider, meterProvider, propagateTraceContext } = options;
+  if (tracerProvider !== undefined && typeof (tracerProvider as { getTracer?: unknown } | null)?.getTracer !== 'function') {
+    throw new ConnectorConfigError('invalid_options', 'options.tracerProvider must be an OpenTelemetry TracerProvider');
+  }
+  if (meterProvider !== undefined && typeof (meterProvider as { getMeter?: unknown } | null)?.getMeter !== 'function') {
+    throw new ConnectorConfigError('invalid_options', 'options.meterProvider must be an OpenTelemetry MeterProvider');
+  }
+  if (propagateTraceContext !== undefined && typeof propagateTraceContext !== 'boolean') {
+    throw new ConnectorConfigError('invalid_options', 'options.propagateTraceContext must be a boolean');
+  }
+  return { tracerProvider, meterProvider, propagateTraceContext };
 }
 
 /** Whether a value has every RunLedger method (any object with them may serve as a ledger). */
@@ -155,9 +174,11 @@ function resolveEndpoint(endpoint: unknown, index: number): ResolvedEndpoint {
   }
   const named = `endpoint \`${id}\``;
   const key = resolveApiKey(apiKey, named);
+  const origin = resolveOrigin(baseUrl, named);
   return Object.freeze({
     id,
-    origin: resolveOrigin(baseUrl, named),
+    origin,
+    server: serverOf(origin),
     apiKey: key,
     credentialRevision: key && credentialRevision(key.reveal()),
     displayName: optionalText(displayName, 256, 'invalid_display_name', `${named} displayName`),
@@ -180,6 +201,11 @@ function resolveOrigin(baseUrl: unknown, named: string): string {
   if (baseUrl.includes('?') || baseUrl.includes('#')) throw invalid('must not contain a query or fragment');
   if (url.pathname !== '/') throw invalid('must be an origin (no path other than /)');
   return url.origin;
+}
+
+function serverOf(origin: string): { address: string; port: number } {
+  const url = new URL(origin);
+  return Object.freeze({ address: url.hostname.replace(/^\[(.*)\]$/, '$1'), port: Number(url.port) || (url.protocol === 'https:' ? 443 : 80) });
 }
 
 function resolveApiKey(apiKey: unknown, named: string): Secret | undefined {

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { ValidateFunction } from 'ajv';
 import type { Logger } from 'pino';
+import { context as otelContext } from '@opentelemetry/api';
 import { OpenCalls } from './call-scope.js';
 import { ChunkPublisher } from './chunks.js';
 import { resolveConfig, type ResolvedConfig } from './config.js';
@@ -9,6 +10,7 @@ import { EndpointPools } from './http.js';
 import { typedId } from './ids.js';
 import { bindingOf, patchOf } from './ledger/evidence.js';
 import { IdempotencyGuard } from './ledger/idempotency.js';
+import { instrumentLedger } from './ledger/instrumented.js';
 import { createMemoryLedger } from './ledger/memory.js';
 import type { IdempotencyScope, RunEvidence, RunLedger } from './ledger/types.js';
 import { connectorLogger, invocationLogger } from './logger.js';
@@ -18,13 +20,16 @@ import type { OperationCall, OperationOutcome } from './operations/operation.js'
 import { checkContext, checkIdempotencyKeyFormat, enforceGates } from './policy.js';
 import { CapabilityRegistry, capabilityId, implementationSupport, type CapabilityEntry } from './registry.js';
 import { describeSchemaErrors, schemaCatalog } from './schemas.js';
+import { InvocationTrace, Telemetry } from './telemetry.js';
 import type { AipAction, AipActionResult, AipReceipt, ExecutionContext, HermesConnector, HermesConnectorOptions } from './types.js';
 
 /** Validates the configuration (throwing ConnectorConfigError) and returns the connector; no I/O happens here. */
 export function createHermesConnector(options: HermesConnectorOptions): HermesConnector {
   const config = resolveConfig(options);
   const registry = new CapabilityRegistry(config);
-  const ledger = config.ledger ?? createMemoryLedger();
+  const telemetry = new Telemetry(config.telemetry);
+  const ownLedger = config.ledger === undefined ? createMemoryLedger() : undefined;
+  const ledger = instrumentLedger(config.ledger ?? (ownLedger as RunLedger), telemetry);
   const logger = connectorLogger(config.logger);
   const openCalls = new OpenCalls();
   const deps: PipelineDeps = {
@@ -33,6 +38,7 @@ export function createHermesConnector(options: HermesConnectorOptions): HermesCo
     pools: new EndpointPools(config.dispatcher),
     logger,
     ledger,
+    telemetry,
     guard: new IdempotencyGuard({
       ledger,
       now: config.now,
@@ -78,7 +84,7 @@ export function createHermesConnector(options: HermesConnectorOptions): HermesCo
       deps.guard.close();
       await Promise.allSettled([...inFlight]);
       await deps.pools.close();
-      if (!config.ledger) await ledger.close();
+      await ownLedger?.close();
     },
   };
 }
@@ -89,6 +95,7 @@ interface PipelineDeps {
   pools: EndpointPools;
   logger: Logger;
   ledger: RunLedger;
+  telemetry: Telemetry;
   guard: IdempotencyGuard;
   openCalls: OpenCalls;
 }
@@ -104,6 +111,7 @@ interface AdmittedAction {
   publisher: ChunkPublisher;
   startedAt: number;
   hostCancellation: boolean;
+  trace: InvocationTrace;
 }
 
 /**
@@ -115,12 +123,13 @@ async function invokePipeline(deps: PipelineDeps, rawAction: unknown, rawContext
   const startedAt = deps.config.now();
   const plain = toPlainJson(rawAction);
   const actionId = actionIdOf(plain.ok ? plain.value : rawAction);
-  const admission: { entry?: CapabilityEntry; publisher: ChunkPublisher; logger: Logger } = { publisher: new ChunkPublisher(actionId, undefined), logger: deps.logger };
+  const trace = new InvocationTrace(deps.telemetry, hostCancellation);
+  const admission: Admission = { publisher: new ChunkPublisher(actionId, undefined), logger: deps.logger, trace };
   let result: AipActionResult;
   try {
     if (!plain.ok) throw new HermesFailure('invalid_input', `The action is invalid: ${plain.why}`);
     const admitted = admit(deps, plain.value, rawContext, hostCancellation, startedAt, admission);
-    result = await dispatchOnce(deps, admitted);
+    result = await otelContext.with(trace.context, () => dispatchOnce(deps, admitted));
   } catch (error) {
     result = shapeResult(actionId, admission.entry, failedOutcome(error, false), undefined);
   }
@@ -129,7 +138,29 @@ async function invokePipeline(deps: PipelineDeps, rawAction: unknown, rawContext
     { status: result.status, code: result.error?.code, http_status: result.receipt?.http_status, replayed: result.receipt?.replayed, duration_ms: deps.config.now() - startedAt },
     'hermes action finished',
   );
+  trace.finish({
+    status: result.status,
+    errorCode: result.error?.code,
+    uncertainOutcome: result.error?.details?.uncertain_outcome === true,
+    replayed: result.receipt?.replayed === true,
+    runId: runIdOf(admission.input, result.output),
+  });
   return result;
+}
+
+/** How far admission got, for a failure's result and the invocation's span. */
+interface Admission {
+  entry?: CapabilityEntry;
+  input?: unknown;
+  publisher: ChunkPublisher;
+  logger: Logger;
+  trace: InvocationTrace;
+}
+
+/** The run an invocation concerns: named in its input, or started by it. */
+function runIdOf(input: unknown, output: unknown): string | undefined {
+  const named = (input as { run_id?: unknown } | undefined)?.run_id ?? (output as { run_id?: unknown } | undefined)?.run_id;
+  return typeof named === 'string' ? named : undefined;
 }
 
 /** Validation and policy; throws HermesFailure. `admission` records how far it got, for the failure's result. */
@@ -139,12 +170,14 @@ function admit(
   rawContext: unknown,
   hostCancellation: boolean,
   startedAt: number,
-  admission: { entry?: CapabilityEntry; publisher: ChunkPublisher; logger: Logger },
+  admission: Admission,
 ): AdmittedAction {
   const action = checkAction(plainAction);
   const entry = deps.registry.resolve(action.capability_id);
   if (!entry) throw new HermesFailure('unsupported_capability', 'No capability of this connector has that id');
   admission.entry = entry;
+  admission.input = action.input;
+  admission.trace.resolved({ actionId: action.id, capabilityId: entry.capability.id, endpointId: entry.endpoint.id, operation: entry.operation });
   admission.logger = invocationLogger(deps.logger, { action_id: action.id, capability_id: entry.capability.id, endpoint_id: entry.endpoint.id });
   const context = checkContext(rawContext);
   const { declaration } = entry.schemas;
@@ -155,6 +188,7 @@ function admit(
   const input = checkInput(entry, action.input);
   checkIdempotencyKeyFormat(action);
   enforceGates({ endpoint: entry.endpoint, declaration, action, context, now: deps.config.now(), hostCancellation });
+  admission.trace.admitted(context);
   return {
     entry,
     action,
@@ -165,6 +199,7 @@ function admit(
     publisher: admission.publisher,
     startedAt,
     hostCancellation,
+    trace: admission.trace,
   };
 }
 
@@ -242,6 +277,8 @@ async function dispatch(deps: PipelineDeps, admitted: AdmittedAction): Promise<A
       onHttpStatus: (status) => {
         httpStatus = status;
       },
+      telemetry: deps.telemetry,
+      traceContext: admitted.trace.context,
     };
     outcome = checkOutput(entry, await OPERATIONS[entry.operation].execute(call), httpStatus);
   } catch (error) {

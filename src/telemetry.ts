@@ -64,7 +64,7 @@ export class Telemetry {
    * A CLIENT span for one HTTP request to Hermes, named `{method} {url.template}` (never with a
    * run id in it), and the headers with trace context injected when propagation is on.
    */
-  startRequest(parent: Context, request: { method: string; template: string; origin: URL }, headers: Record<string, string>): Span {
+  startRequest(parent: Context, request: { method: string; template: string; server: { address: string; port: number } }, headers: Record<string, string>): Span {
     const span = this.tracer.startSpan(
       `${request.method} ${request.template}`,
       {
@@ -72,8 +72,8 @@ export class Telemetry {
         attributes: {
           'http.request.method': request.method,
           'url.template': request.template,
-          'server.address': request.origin.hostname,
-          'server.port': Number(request.origin.port) || (request.origin.protocol === 'https:' ? 443 : 80),
+          'server.address': request.server.address,
+          'server.port': request.server.port,
         },
       },
       parent,
@@ -83,15 +83,27 @@ export class Telemetry {
   }
 }
 
-/** Ends a CLIENT span with its response status (4xx and 5xx are errors for a client) or its failure. */
+/**
+ * Ends a CLIENT span with its response status or its failure. As the HTTP conventions say, a
+ * 4xx or 5xx is an error whose type is the status code; a failure without one (a reset, a
+ * timeout, a bad body) has the transport's code, else the connector's failure code.
+ */
 export function endRequestSpan(span: Span, statusCode: number | undefined, errorType?: string): void {
   if (statusCode !== undefined) span.setAttribute('http.response.status_code', statusCode);
-  const failed = errorType ?? (statusCode !== undefined && statusCode >= 400 ? String(statusCode) : undefined);
+  const failed = statusCode !== undefined && statusCode >= 400 ? String(statusCode) : errorType;
   if (failed !== undefined) {
     span.setAttribute('error.type', failed);
     span.setStatus({ code: SpanStatusCode.ERROR });
   }
   span.end();
+}
+
+/** The `error.type` of a failed request: a transport code when there is one, else the failure's code or class. */
+export function errorTypeOf(error: unknown): string {
+  const failure = error as { code?: unknown; details?: { transport_code?: unknown } } | null;
+  const code = failure?.details?.transport_code ?? failure?.code;
+  if (typeof code === 'string') return code;
+  return error instanceof Error ? error.name : 'unknown';
 }
 
 /** Ends a span as an error of this type, or as a success. */
@@ -106,4 +118,124 @@ export function endSpan(span: Span, errorType: string | undefined): void {
 /** The context in which a child of `span` starts. */
 export function contextWith(span: Span, parent: Context = otelContext.active()): Context {
   return trace.setSpan(parent, span);
+}
+
+/** What an invocation's span learns once its capability is resolved. */
+export interface ResolvedInvocation {
+  actionId: string;
+  capabilityId: string;
+  endpointId: string;
+  operation: string;
+}
+
+/** What an invocation's span and metrics record about its result. */
+export interface InvocationOutcome {
+  status: string;
+  errorCode: string | undefined;
+  uncertainOutcome: boolean;
+  replayed: boolean;
+  runId: string | undefined;
+}
+
+/**
+ * One invocation's span (`aip.invoke <operation>`, or `aip.cancel …` for the host's cancel) and
+ * its metric points. Children (HTTP requests, ledger calls) start in `context`.
+ */
+export class InvocationTrace {
+  readonly span: Span;
+  readonly context: Context;
+  readonly #telemetry: Telemetry;
+  readonly #verb: string;
+  readonly #startedAt = performance.now();
+  #operation = 'unknown';
+  #endpointId = 'unknown';
+
+  constructor(telemetry: Telemetry, hostCancellation: boolean) {
+    this.#telemetry = telemetry;
+    this.#verb = hostCancellation ? 'aip.cancel' : 'aip.invoke';
+    this.span = telemetry.startInternal(this.#verb);
+    this.context = contextWith(this.span);
+    telemetry.activeInvocations.add(1);
+  }
+
+  resolved(invocation: ResolvedInvocation): void {
+    this.#operation = invocation.operation;
+    this.#endpointId = invocation.endpointId;
+    if (!this.span.isRecording()) return;
+    this.span.updateName(`${this.#verb} ${invocation.operation}`);
+    this.span.setAttributes({
+      'aip.action_id': invocation.actionId,
+      'aip.capability_id': invocation.capabilityId,
+      'hermes.endpoint_id': invocation.endpointId,
+      'hermes.operation': invocation.operation,
+    });
+  }
+
+  /** After the policy gates: a tenant recorded here is a verified one. */
+  admitted(context: { tenantId?: string; traceId?: string }): void {
+    if (!this.span.isRecording()) return;
+    if (context.tenantId !== undefined) this.span.setAttribute('aip.tenant_id', context.tenantId);
+    if (context.traceId !== undefined) this.span.setAttribute('aip.trace_id', context.traceId);
+  }
+
+  finish(outcome: InvocationOutcome): void {
+    const telemetry = this.#telemetry;
+    telemetry.activeInvocations.add(-1);
+    const attributes: Attributes = { 'aip.capability.operation': this.#operation, 'aip.result.status': outcome.status, 'hermes.endpoint_id': this.#endpointId };
+    if (outcome.errorCode !== undefined) attributes['error.type'] = outcome.errorCode;
+    telemetry.invocations.add(1, attributes);
+    telemetry.invocationDuration.record((performance.now() - this.#startedAt) / 1000, attributes);
+    if (this.span.isRecording()) {
+      this.span.setAttributes({ 'aip.result.status': outcome.status, 'aip.uncertain_outcome': outcome.uncertainOutcome, 'aip.replayed': outcome.replayed });
+      if (outcome.runId !== undefined) this.span.setAttribute('hermes.run_id', outcome.runId);
+    }
+    endSpan(this.span, outcome.status === 'failed' ? (outcome.errorCode ?? 'failed') : undefined);
+  }
+}
+
+/** Event kinds counted by name in `hermes.run_events.events`; any other is `other`, so the attribute stays a bounded set. */
+const COUNTED_EVENT_KINDS: ReadonlySet<string> = new Set([
+  'message.delta',
+  'reasoning.available',
+  'tool.started',
+  'tool.completed',
+  'approval.request',
+  'approval.responded',
+  'run.completed',
+  'run.failed',
+  'run.cancelled',
+]);
+
+/**
+ * What an event stream records on its CLIENT span: span events for the first event, every
+ * `approval.request` and the terminal event (never one span per event), the event count, and
+ * the events by kind, counted once when the stream ends.
+ */
+export class StreamTrace {
+  readonly recording: boolean;
+  readonly #telemetry: Telemetry;
+  readonly #span: Span;
+
+  constructor(telemetry: Telemetry, span: Span) {
+    this.#telemetry = telemetry;
+    this.#span = span;
+    this.recording = span.isRecording();
+  }
+
+  event(name: string, count: number, terminal: boolean): void {
+    if (count === 1) this.#span.addEvent('hermes.event.first', { 'hermes.event.name': name });
+    if (name === 'approval.request') this.#span.addEvent('hermes.approval.request');
+    if (terminal) this.#span.addEvent('hermes.event.terminal', { 'hermes.event.name': name });
+  }
+
+  finish(events: ReadonlyArray<{ event: string }>): void {
+    if (this.recording) this.#span.setAttribute('hermes.run_events.count', events.length);
+    if (events.length === 0) return;
+    const byKind = new Map<string, number>();
+    for (const { event } of events) {
+      const kind = COUNTED_EVENT_KINDS.has(event) ? event : 'other';
+      byKind.set(kind, (byKind.get(kind) ?? 0) + 1);
+    }
+    for (const [kind, count] of byKind) this.#telemetry.runEvents.add(count, { 'hermes.event.kind': kind });
+  }
 }

@@ -1,3 +1,4 @@
+import type { MeterProvider, TracerProvider } from '@opentelemetry/api';
 import type { Dispatcher } from 'undici';
 import type { Logger } from 'pino';
 import type { RunEvidence, RunLedger } from './ledger/types.js';
@@ -42,6 +43,11 @@ export interface HermesConnectorOptions {
   ledger?: RunLedger;
   /** How long an in-flight idempotency claim lives without renewal before its process is presumed dead (default 30 s). */
   idempotencyLeaseMs?: number;
+  /** OpenTelemetry: default the global providers of `@opentelemetry/api` (no-ops until an SDK registers). */
+  tracerProvider?: TracerProvider;
+  meterProvider?: MeterProvider;
+  /** Inject W3C `traceparent`/`tracestate` into Hermes requests through the global propagator (default true). */
+  propagateTraceContext?: boolean;
 }
 
 export interface ApprovalGrant {

@@ -1,31 +1,7 @@
 import type { Telemetry } from '../telemetry.js';
 import { endSpan } from '../telemetry.js';
-import type { RunLedger } from './types.js';
+import { LEDGER_METHODS, type RunLedger } from './types.js';
 
-type LedgerMethod = { [K in keyof RunLedger]: RunLedger[K] extends (...args: never[]) => Promise<unknown> ? K : never }[keyof RunLedger];
-
-/** Every RunLedger method; the `satisfies` check and a test keep the list complete. */
-export const LEDGER_METHODS = [
-  'claim',
-  'get',
-  'renewLease',
-  'settle',
-  'release',
-  'settleAbandoned',
-  'purgeExpired',
-  'useGrant',
-  'recordRun',
-  'updateRun',
-  'evidence',
-  'openRuns',
-  'createJob',
-  'updateJob',
-  'job',
-  'unfinishedJobs',
-  'claimJob',
-  'renewJobLease',
-  'close',
-] as const satisfies readonly LedgerMethod[];
 
 /**
  * The ledger with a span (`aip.ledger <method>`, a child of the active context) and an

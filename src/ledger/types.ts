@@ -156,3 +156,28 @@ export interface RunLedger {
   renewJobLease(sessionId: string, toolUseId: string, owner: string, leaseExpiresAt: number): Promise<boolean>;
   close(): Promise<void>;
 }
+
+type LedgerMethod = { [K in keyof RunLedger]: RunLedger[K] extends (...args: never[]) => Promise<unknown> ? K : never }[keyof RunLedger];
+
+/** Every RunLedger method: what makes an object a ledger (the `satisfies` check and a test keep the list complete). */
+export const LEDGER_METHODS = [
+  'claim',
+  'get',
+  'renewLease',
+  'settle',
+  'release',
+  'settleAbandoned',
+  'purgeExpired',
+  'useGrant',
+  'recordRun',
+  'updateRun',
+  'evidence',
+  'openRuns',
+  'createJob',
+  'updateJob',
+  'job',
+  'unfinishedJobs',
+  'claimJob',
+  'renewJobLease',
+  'close',
+] as const satisfies readonly LedgerMethod[];

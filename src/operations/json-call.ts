@@ -3,11 +3,12 @@ import { HermesFailure } from '../failures.js';
 import { buildHeaders } from '../headers.js';
 import { exchange } from '../http-exchange.js';
 import { failureFromAnswer, isSuccess, jsonBodyOf, jsonReading } from '../http.js';
-import type { OperationCall, OperationOutcome } from './operation.js';
+import { endRequestSpan, errorTypeOf } from '../telemetry.js';
+import type { OperationCall, OperationOutcome, Route } from './operation.js';
 
 export interface JsonRequest {
   method: 'GET' | 'POST';
-  path: string;
+  route: Route;
   body?: unknown;
   sessionKey?: string;
 }
@@ -29,20 +30,31 @@ export async function callJson(call: OperationCall<unknown>, request: JsonReques
   });
   const timeoutMs = call.declaration.http.provider_timeout_ms ?? undefined;
   const scope = new CallScope({ signal: call.context.signal, openCalls: call.openCalls, deadline: call.deadline, timeoutMs, now: config.now });
+  const { path, template } = request.route;
+  const span = call.telemetry.startRequest(call.traceContext, { method: request.method, template, server: endpoint.server }, headers);
+  let statusCode: number | undefined;
+  let errorType: string | undefined;
   try {
-    call.logger.trace({ method: request.method, path: request.path }, 'hermes request');
+    call.logger.trace({ method: request.method, path }, 'hermes request');
     const limit = config.limits.maxJsonResponseBytes;
     const response = await exchange(
       call.pools,
       endpoint,
-      { method: request.method, path: request.path, headers, body, headersTimeoutMs: timeoutMs ?? 0, bodyTimeoutMs: timeoutMs ?? 0 },
+      { method: request.method, path, headers, body, headersTimeoutMs: timeoutMs ?? 0, bodyTimeoutMs: timeoutMs ?? 0 },
       scope,
-      jsonReading(limit, call.onHttpStatus),
+      jsonReading(limit, (status) => {
+        statusCode = status;
+        call.onHttpStatus(status);
+      }),
     );
     if (!isSuccess(response.statusCode)) throw failureFromAnswer(response, endpoint, config.now);
     const output = jsonBodyOf(response, limit, endpoint);
     return { status: 'completed', output };
+  } catch (error) {
+    errorType = errorTypeOf(error);
+    throw error;
   } finally {
     scope.dispose();
+    endRequestSpan(span, statusCode, errorType);
   }
 }

@@ -1,3 +1,4 @@
+import type { Context } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import type { OpenCalls } from '../call-scope.js';
 import type { ChunkPublisher } from '../chunks.js';
@@ -5,6 +6,7 @@ import type { ResolvedConfig, ResolvedEndpoint } from '../config.js';
 import { HermesFailure } from '../failures.js';
 import type { EndpointPools } from '../http.js';
 import type { OperationDeclaration } from '../schemas.js';
+import type { Telemetry } from '../telemetry.js';
 import type { AipAction, AipMessagePart, ExecutionContext, OperationName } from '../types.js';
 
 /** Everything an operation needs for one invocation, after every gate has passed. */
@@ -24,6 +26,9 @@ export interface OperationCall<Input = Record<string, unknown>> {
   readonly publisher: ChunkPublisher;
   /** Called once the provider has answered with headers, for the receipt. */
   readonly onHttpStatus: (status: number) => void;
+  readonly telemetry: Telemetry;
+  /** The invocation's span context: the parent of its HTTP request spans. */
+  readonly traceContext: Context;
 }
 
 export interface OperationOutcome {
@@ -45,9 +50,17 @@ const MAX_RUN_ID_BYTES = 512;
 /** In a `u` regexp only unpaired surrogates are code points of category Cs. */
 const LONE_SURROGATE = /\p{Cs}/u;
 
+/** A Hermes route: the path sent, and its template for traces (never the run id itself). */
+export interface Route {
+  path: string;
+  template: string;
+}
+
+export const RUNS_ROUTE: Route = { path: '/v1/runs', template: '/v1/runs' };
+
 /** The run handle as one percent-encoded path segment (schema already refused control characters, '.' and '..'). */
-export function runPath(runId: string, suffix: '' | '/events' | '/approval' | '/stop'): string {
-  return `/v1/runs/${encodeURIComponent(runId)}${suffix}`;
+export function runRoute(runId: string, suffix: '' | '/events' | '/approval' | '/stop'): Route {
+  return { path: `/v1/runs/${encodeURIComponent(runId)}${suffix}`, template: `/v1/runs/{run_id}${suffix}` };
 }
 
 export function checkRunId(runId: string): void {

@@ -1,5 +1,5 @@
 import { callJson } from './json-call.js';
-import { checkRunId, runPath, type Operation } from './operation.js';
+import { checkRunId, runRoute, type Operation } from './operation.js';
 
 export interface RunApprovalInput {
   run_id: string;
@@ -18,6 +18,6 @@ export const runApproval: Operation<RunApprovalInput> = {
     const { run_id, choice, resolve_all } = call.input;
     const body: Record<string, unknown> = { choice: CHOICE_ALIASES[choice] ?? choice };
     if (resolve_all !== undefined) body.resolve_all = resolve_all;
-    return callJson(call, { method: 'POST', path: runPath(run_id, '/approval'), body });
+    return callJson(call, { method: 'POST', route: runRoute(run_id, '/approval'), body });
   },
 };

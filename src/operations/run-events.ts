@@ -7,7 +7,8 @@ import { schemaCatalog } from '../schemas.js';
 import { redactText } from '../secret.js';
 import { SseDecoder, isSseDone } from '../sse.js';
 import type { HermesSseEvent, RunEventsOutput } from '../types.js';
-import { checkRunId, runPath, type Operation, type OperationCall, type OperationOutcome } from './operation.js';
+import { endRequestSpan, errorTypeOf, StreamTrace } from '../telemetry.js';
+import { checkRunId, runRoute, type Operation, type OperationCall, type OperationOutcome } from './operation.js';
 import { runStatus } from './run-status.js';
 
 export interface RunEventsInput {
@@ -38,29 +39,38 @@ export const runEvents: Operation<RunEventsInput> = {
     const output: RunEventsOutput = { endpoint_id: endpoint.id, operation: 'run_events', http_status: 0, events: [], text: '', terminal: false };
     const headers = buildHeaders({ endpoint, action: call.action, context: call.context, accept: 'text/event-stream', hasBody: false });
     const scope = new CallScope({ signal: call.context.signal, openCalls: call.openCalls, deadline: call.deadline, timeoutMs: undefined, now: config.now });
+    const route = runRoute(call.input.run_id, '/events');
+    const span = call.telemetry.startRequest(call.traceContext, { method: 'GET', template: route.template, server: endpoint.server }, headers);
+    const trace = new StreamTrace(call.telemetry, span);
+    let statusCode: number | undefined;
     let end: StreamEnd;
     try {
       const response = await sendRequest(
         call.pools,
         endpoint,
-        { method: 'GET', path: runPath(call.input.run_id, '/events'), headers, headersTimeoutMs: SSE_HEADERS_TIMEOUT_MS, bodyTimeoutMs: config.limits.sseIdleTimeoutMs },
+        { method: 'GET', path: route.path, headers, headersTimeoutMs: SSE_HEADERS_TIMEOUT_MS, bodyTimeoutMs: config.limits.sseIdleTimeoutMs },
         scope,
       );
+      statusCode = response.statusCode;
       call.onHttpStatus(response.statusCode);
       if (!isSuccess(response.statusCode)) throw await failureFromResponse(response, endpoint, config.now);
       output.http_status = response.statusCode;
-      end = await readStream(call, response, output, scope);
+      end = await readStream(call, response, output, scope, trace);
     } catch (error) {
       const failure = transportFailure(error, scope, endpoint.id, 'body', output.http_status || undefined);
+      trace.finish(output.events);
+      endRequestSpan(span, statusCode, errorTypeOf(failure));
       return { status: failure.code === 'cancelled' ? 'cancelled' : 'failed', output: output.http_status ? output : undefined, failure };
     } finally {
       scope.dispose();
     }
+    trace.finish(output.events);
+    endRequestSpan(span, statusCode, end.kind === 'broken' ? (end.transportCode ?? 'stream_incomplete') : undefined);
     return settle(call, output, end);
   },
 };
 
-async function readStream(call: OperationCall<RunEventsInput>, response: ProviderResponse, output: RunEventsOutput, scope: CallScope): Promise<StreamEnd> {
+async function readStream(call: OperationCall<RunEventsInput>, response: ProviderResponse, output: RunEventsOutput, scope: CallScope, trace: StreamTrace): Promise<StreamEnd> {
   if (!isEventStreamContentType(response.headers['content-type'])) {
     response.body.destroy();
     throw new HermesFailure('invalid_response', `Hermes endpoint \`${call.endpoint.id}\` answered the event stream request with another content type`, {
@@ -81,6 +91,7 @@ async function readStream(call: OperationCall<RunEventsInput>, response: Provide
         if (isSseDone(item)) return { kind: 'closed' };
         const terminal = TERMINAL_EVENTS.has(item.event);
         record(output, item, text, terminal);
+        if (trace.recording) trace.event(item.event, output.events.length, terminal);
         const published = call.publisher.publishEvent(item, terminal);
         if (published) await untilPublished(published, call, scope, output.http_status);
         if (terminal) return { kind: 'terminal' };

@@ -1,6 +1,6 @@
 import { HermesFailure } from '../failures.js';
 import { callJson } from './json-call.js';
-import type { Operation } from './operation.js';
+import { RUNS_ROUTE, type Operation } from './operation.js';
 
 export interface RunStartInput {
   body: { input: string | Array<Record<string, unknown>>; [field: string]: unknown };
@@ -15,7 +15,7 @@ export const runStart: Operation<RunStartInput> = {
       throw new HermesFailure('invalid_input', 'The last message of `body.input` must have non-empty `content`');
     }
   },
-  execute: (call) => callJson(call, { method: 'POST', path: '/v1/runs', body: call.input.body, sessionKey: call.input.session_key }),
+  execute: (call) => callJson(call, { method: 'POST', route: RUNS_ROUTE, body: call.input.body, sessionKey: call.input.session_key }),
 };
 
 function hasContent(content: unknown): boolean {

@@ -1,5 +1,5 @@
 import { callJson } from './json-call.js';
-import { checkRunId, runPath, type Operation } from './operation.js';
+import { checkRunId, runRoute, type Operation } from './operation.js';
 
 export interface RunIdInput {
   run_id: string;
@@ -9,5 +9,5 @@ export interface RunIdInput {
 export const runStatus: Operation<RunIdInput> = {
   name: 'run_status',
   checkInput: ({ run_id }) => checkRunId(run_id),
-  execute: (call) => callJson(call, { method: 'GET', path: runPath(call.input.run_id, '') }),
+  execute: (call) => callJson(call, { method: 'GET', route: runRoute(call.input.run_id, '') }),
 };

@@ -1,10 +1,10 @@
 import { callJson } from './json-call.js';
-import { checkRunId, runPath, type Operation } from './operation.js';
+import { checkRunId, runRoute, type Operation } from './operation.js';
 import type { RunIdInput } from './run-status.js';
 
 /** POST /v1/runs/{run_id}/stop, no body: a `stopping` receipt, not proof of cancellation. */
 export const runStop: Operation<RunIdInput> = {
   name: 'run_stop',
   checkInput: ({ run_id }) => checkRunId(run_id),
-  execute: (call) => callJson(call, { method: 'POST', path: runPath(call.input.run_id, '/stop') }),
+  execute: (call) => callJson(call, { method: 'POST', route: runRoute(call.input.run_id, '/stop') }),
 };

@@ -9,7 +9,7 @@ import { createHermesConnector, createMemoryLedger, type HermesConnector, type R
 import { evidenceLoss } from '../../src/cli/qualify/evidence-loss.js';
 import { EndpointSession, type QualifySettings } from '../../src/cli/qualify/session.js';
 import { simulatorScripts } from '../../src/cli/qualify/simulator-scripts.js';
-import type { RunEvidencePatch } from '../../src/ledger/types.js';
+import type { RunEvidencePatch, RunRef } from '../../src/ledger/types.js';
 
 const KEY = 'hk_check8_test_key_0a1b2c3d';
 const open: Array<{ close(): Promise<void> }> = [];
@@ -19,8 +19,8 @@ afterEach(async () => {
 
 /** A ledger that turns "evidence lost" into "completed": absence taken as success. */
 function ledgerThatCallsLossCompleted(inner: RunLedger): RunLedger {
-  const updateRun = (runId: string, endpointId: string, patch: RunEvidencePatch) =>
-    inner.updateRun(runId, endpointId, patch.evidence_lost ? { updated_at: patch.updated_at, last_status: 'completed' } : patch);
+  const updateRun = (run: RunRef, patch: RunEvidencePatch) =>
+    inner.updateRun(run, patch.evidence_lost ? { updated_at: patch.updated_at, last_status: 'completed' } : patch);
   return new Proxy(inner, {
     get(target, property) {
       if (property === 'updateRun') return updateRun;
