@@ -100,7 +100,7 @@ export async function startRealHermes(options: RealHermesOptions): Promise<RealH
     API_SERVER_PORT: String(port),
     API_SERVER_KEY: apiKey,
   };
-  const child = spawn(executable, ['gateway', 'run'], { cwd: scratchDir, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(executable, ['gateway', 'run'], { cwd: hermesHome, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   const keep = (chunk: Buffer) => {
     output = (output + chunk.toString('utf8')).slice(-OUTPUT_KEPT_BYTES);
