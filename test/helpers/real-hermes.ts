@@ -22,7 +22,11 @@ export interface RealHermesOptions {
   fakeModelUrl: string;
   /** `gateway.api_server.max_concurrent_runs` (Hermes' default 10; 0 disables the gate). */
   maxConcurrentRuns?: number;
-  /** `approvals.gateway_timeout` in seconds (Hermes' default 300). */
+  /**
+   * How long an unanswered approval waits before Hermes denies it, in seconds (default 300). Written
+   * to both keys: 0.18.2 reads `approvals.gateway_timeout` (default 300), 0.19.0 `approvals.timeout`
+   * (default 60).
+   */
   approvalTimeoutSeconds?: number;
   /** How long to wait for /health (default 90 s). */
   startTimeoutMs?: number;
@@ -58,7 +62,7 @@ function configYaml(options: RealHermesOptions, scratchDir: string): string {
   return `${JSON.stringify(
     {
       model: { provider: 'custom', base_url: options.fakeModelUrl, api_key: 'fake-local-key', default: 'fake-model', context_length: 131072 },
-      approvals: { mode: 'manual', gateway_timeout: options.approvalTimeoutSeconds ?? 300 },
+      approvals: { mode: 'manual', gateway_timeout: options.approvalTimeoutSeconds ?? 300, timeout: options.approvalTimeoutSeconds ?? 300 },
       terminal: { backend: 'local', cwd: scratchDir, timeout: 120 },
       security: { tirith_enabled: false },
       compression: { enabled: false },
