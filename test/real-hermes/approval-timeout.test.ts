@@ -4,11 +4,11 @@
  * the run still completes.
  */
 import { existsSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, expect, test } from 'vitest';
 import type { RunEventsOutput } from 'aip-connector-hermes-agent';
-import { HERMES_VERSIONS, SCENARIO_TIMEOUT_MS, START_TIMEOUT_MS, startRealEndpoint, type RealEndpoint } from './support.js';
+import { describeEachRelease, SCENARIO_TIMEOUT_MS, START_TIMEOUT_MS, startRealEndpoint, type RealEndpoint } from './support.js';
 
-describe.runIf(HERMES_VERSIONS.length > 0).each(HERMES_VERSIONS)('real Hermes %s with a 3 s approval timeout', { timeout: SCENARIO_TIMEOUT_MS }, (version) => {
+describeEachRelease('real Hermes %s with a 3 s approval timeout', { timeout: SCENARIO_TIMEOUT_MS }, (version) => {
   let endpoint: RealEndpoint;
   beforeAll(async () => {
     endpoint = await startRealEndpoint({ version, approvalTimeoutSeconds: 3 });

@@ -4,14 +4,14 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, expect, test } from 'vitest';
 import { assertMatches } from '../helpers/schema-check.js';
 import { CHECK_IDS, runCli, tempDir } from '../cli/helpers.js';
-import { HERMES_VERSIONS, START_TIMEOUT_MS, startRealEndpoint, type RealEndpoint } from './support.js';
+import { describeEachRelease, START_TIMEOUT_MS, startRealEndpoint, type RealEndpoint } from './support.js';
 
 const QUALIFY_TIMEOUT_MS = 240_000;
 
-describe.runIf(HERMES_VERSIONS.length > 0).each(HERMES_VERSIONS)('hermes-aip qualify against real Hermes %s', (version) => {
+describeEachRelease('hermes-aip qualify against real Hermes %s', {}, (version) => {
   let endpoint: RealEndpoint;
   beforeAll(async () => {
     endpoint = await startRealEndpoint({ version });

@@ -4,11 +4,11 @@
  * rate_limited with Hermes' Retry-After. (0.18.2 counts run streams, 0.19.0 active run tasks: runs
  * waiting for an approval count in both.)
  */
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, expect, test } from 'vitest';
 import { grantFor, nextId } from '../helpers/harness.js';
-import { HERMES_VERSIONS, SCENARIO_TIMEOUT_MS, START_TIMEOUT_MS, startRealEndpoint, type RealEndpoint } from './support.js';
+import { describeEachRelease, SCENARIO_TIMEOUT_MS, START_TIMEOUT_MS, startRealEndpoint, type RealEndpoint } from './support.js';
 
-describe.runIf(HERMES_VERSIONS.length > 0).each(HERMES_VERSIONS)('real Hermes %s with max_concurrent_runs 2', { timeout: SCENARIO_TIMEOUT_MS }, (version) => {
+describeEachRelease('real Hermes %s with max_concurrent_runs 2', { timeout: SCENARIO_TIMEOUT_MS }, (version) => {
   let endpoint: RealEndpoint;
   beforeAll(async () => {
     endpoint = await startRealEndpoint({ version, maxConcurrentRuns: 2 });

@@ -5,16 +5,16 @@
  * gate is off here (rate-limit.test.ts covers it), so unread streams cannot interfere.
  */
 import { existsSync, readdirSync, readlinkSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createHermesConnector, type AipActionResult, type AipStreamChunk, type RunEventsOutput } from 'aip-connector-hermes-agent';
 import { checkedConnector, ENDPOINT, eventually, grantFor, nextId, type CheckedConnector } from '../helpers/harness.js';
-import { HERMES_VERSIONS, SCENARIO_TIMEOUT_MS, START_TIMEOUT_MS, startRealEndpoint, type RealEndpoint } from './support.js';
+import { describeEachRelease, SCENARIO_TIMEOUT_MS, START_TIMEOUT_MS, startRealEndpoint, type RealEndpoint } from './support.js';
 
 const PREFIX = 'connector.hermes_agent.';
 const UNKNOWN_RUN = `run_${'0'.repeat(32)}`;
 const MiB = 1024 * 1024;
 
-describe.runIf(HERMES_VERSIONS.length > 0).each(HERMES_VERSIONS)('real Hermes %s', { timeout: SCENARIO_TIMEOUT_MS }, (version) => {
+describeEachRelease('real Hermes %s', { timeout: SCENARIO_TIMEOUT_MS }, (version) => {
   let endpoint: RealEndpoint;
   let h: CheckedConnector;
   beforeAll(async () => {

@@ -5,6 +5,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { describe } from 'vitest';
 import { createHermesConnector } from 'aip-connector-hermes-agent';
 import { startFakeModel, type FakeModel } from 'aip-connector-hermes-agent/fake-model';
 import { checkedConnector, ENDPOINT, type CheckedConnector } from '../helpers/harness.js';
@@ -16,6 +17,14 @@ export const HERMES_VERSIONS = installedHermesVersions();
 if (HERMES_VERSIONS.length === 0) {
   if (process.env.CI) throw new Error('No real Hermes is installed in CI: .ci/run must run npm run hermes:install before npm test');
   console.warn('\n*** Real-Hermes tests are SKIPPED: no venv under .hermes/. Run npm run hermes:install to install Hermes 0.18.2 and 0.19.0 (CI always does). ***\n');
+}
+
+/**
+ * describe.each over the installed releases (tests are counted per release); without any, one
+ * skipped placeholder, so that each file still reports its tests as skipped.
+ */
+export function describeEachRelease(name: string, options: { timeout?: number }, body: (version: string) => void): void {
+  describe.skipIf(HERMES_VERSIONS.length === 0).each(HERMES_VERSIONS.length > 0 ? HERMES_VERSIONS : ['(none installed)'])(name, options, body);
 }
 
 /** Startup (about 1 s) plus slack on a loaded 2-core machine. */
