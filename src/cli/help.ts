@@ -8,6 +8,7 @@ Commands:
   invoke     Invoke one capability and print its result (run_events: chunks live, as JSON lines)
   qualify    Run the eight integration checks against every endpoint; write the evidence
   simulate   Run the Hermes simulator until interrupted
+  fake-model Run a fake OpenAI-compatible model (for a real Hermes on loopback) until interrupted
 
 Configuration (manifest, invoke, qualify):
   --config FILE   { "endpoints": [ { "id", "baseUrl", "apiKeyFile" | "apiKeyEnv", "tenantId"?, "displayName"? } ] }
@@ -95,4 +96,23 @@ Options:
   --port N              Port to listen on (default 8642, Hermes' default; 0 picks a free port)
   --profile pin|later   "pin" (default) or "later" (idempotency keys, stop on a finished run, ...)
   -h, --help            Show this help
+`;
+
+export const FAKE_MODEL_HELP = `Usage: hermes-aip fake-model [--port N]
+
+Runs a fake OpenAI-compatible model on 127.0.0.1 until SIGINT or SIGTERM, for running the real
+Hermes Agent without a provider (its config.yaml: model.provider custom, model.base_url the printed
+URL). It serves GET /v1/models and POST /v1/chat/completions, streamed or plain, and answers each
+request from that request alone:
+  no tools offered                       a short text
+  the last message is a tool result      a short final text
+  "Run the shell command: <cmd>" or
+  "... run exactly: <cmd> (...)"         a call of the terminal tool with {"command": "<cmd>"}
+  "Reply with the single word: <word>"   <word>
+  anything else                          a short text, streamed as several deltas
+Any other path answers 404 at once.
+
+Options:
+  --port N       Port to listen on (default 0: a free port)
+  -h, --help     Show this help
 `;

@@ -17,3 +17,16 @@ export function onInterrupt(handler: () => void): () => void {
     process.off('SIGTERM', listener);
   };
 }
+
+/** Resolves on the first SIGINT or SIGTERM (long-running servers: `simulate`, `fake-model`). */
+export function waitForTermination(): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const stop = (): void => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      resolve();
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
+}

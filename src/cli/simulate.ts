@@ -7,6 +7,7 @@ import { startHermesSimulator, type HermesSimulator } from '../simulator/index.j
 import { HELP_OPTION, integerOption, parseCommand } from './args.js';
 import { CliError, EXIT, UsageError } from './errors.js';
 import { SIMULATE_HELP } from './help.js';
+import { waitForTermination } from './signals.js';
 
 const DEFAULT_PORT = 8642;
 
@@ -53,15 +54,7 @@ export async function simulateCommand(args: string[]): Promise<number> {
         '',
       ].join('\n'),
     );
-    await new Promise<void>((resolve) => {
-      const stop = (): void => {
-        process.off('SIGINT', stop);
-        process.off('SIGTERM', stop);
-        resolve();
-      };
-      process.on('SIGINT', stop);
-      process.on('SIGTERM', stop);
-    });
+    await waitForTermination();
   } finally {
     await simulator.close();
     rmSync(folder, { recursive: true, force: true });

@@ -7,7 +7,7 @@ describe('hermes-aip --help', { timeout: 60_000 }, () => {
       const run = await runCli([flag]);
       expect(run.code).toBe(0);
       expect(run.stderr).toBe('');
-      for (const command of ['manifest', 'invoke', 'qualify', 'simulate']) expect(run.stdout).toContain(command);
+      for (const command of ['manifest', 'invoke', 'qualify', 'simulate', 'fake-model']) expect(run.stdout).toContain(command);
       expect(run.stdout).toContain('HERMES_API_KEY');
     }
   });
@@ -17,6 +17,7 @@ describe('hermes-aip --help', { timeout: 60_000 }, () => {
     ['invoke', 'hermes-aip invoke <capability-id> --input'],
     ['qualify', 'hermes-aip qualify'],
     ['simulate', 'hermes-aip simulate'],
+    ['fake-model', 'hermes-aip fake-model'],
   ])('prints the help of %s and exits 0 without doing anything else', async (command, usage) => {
     const run = await runCli([command, '--help']);
     expect(run.code).toBe(0);

@@ -6,8 +6,8 @@ import { assertMatches } from './schema-check.js';
 export const API_KEY = 'hk_test_key_0123456789abcdef';
 export const ENDPOINT = 'local';
 
-export interface Harness {
-  sim: HermesSimulator;
+/** A connector whose every result and stream chunk is checked against schemas/ and the streaming rules. */
+export interface CheckedConnector {
   connector: HermesConnector;
   /** Chunks published to onChunk, per action id, in arrival order. */
   chunks: Map<string, AipStreamChunk[]>;
@@ -17,6 +17,10 @@ export interface Harness {
   cancel(action: Partial<AipAction> & { capability_id: string; input: unknown }, context?: ExecutionContext): Promise<AipActionResult | null>;
   /** run_start with a scripted body; returns the run id (fails the test otherwise). */
   startRun(body: Record<string, unknown>, extra?: { session_key?: string; context?: ExecutionContext }): Promise<string>;
+}
+
+export interface Harness extends CheckedConnector {
+  sim: HermesSimulator;
   close(): Promise<void>;
 }
 
@@ -31,10 +35,24 @@ export const nextId = (prefix = 'act') => `${prefix}_${process.pid}_${++counter}
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
   const sim = await startHermesSimulator({ apiKey: API_KEY, keepaliveMs: 200, ...options.simulator });
-  const connector = createHermesConnector({
-    endpoints: [{ id: ENDPOINT, baseUrl: sim.url, apiKey: API_KEY, ...options.endpoint }],
-    ...options.connector,
-  });
+  const checked = checkedConnector(
+    createHermesConnector({
+      endpoints: [{ id: ENDPOINT, baseUrl: sim.url, apiKey: API_KEY, ...options.endpoint }],
+      ...options.connector,
+    }),
+  );
+  return {
+    ...checked,
+    sim,
+    async close() {
+      await checked.connector.close();
+      await sim.close();
+    },
+  };
+}
+
+/** Wraps a connector whose endpoint id is ENDPOINT so that every call is checked. */
+export function checkedConnector(connector: HermesConnector): CheckedConnector {
   const chunks = new Map<string, AipStreamChunk[]>();
   const cap = (operation: string) => `cap:hermes_agent:${ENDPOINT}:${operation}`;
 
@@ -76,8 +94,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     return result;
   };
 
-  const harness: Harness = {
-    sim,
+  const wrapped: CheckedConnector = {
     connector,
     chunks,
     cap,
@@ -86,16 +103,12 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     async startRun(body, extra = {}) {
       const input: Record<string, unknown> = { body };
       if (extra.session_key !== undefined) input.session_key = extra.session_key;
-      const result = await harness.invoke({ capability_id: cap('run_start'), input, idempotency_key: nextId('key') }, extra.context);
+      const result = await wrapped.invoke({ capability_id: cap('run_start'), input, idempotency_key: nextId('key') }, extra.context);
       expect(result.status, JSON.stringify(result.error)).toBe('completed');
       return (result.output as { run_id: string }).run_id;
     },
-    async close() {
-      await connector.close();
-      await sim.close();
-    },
   };
-  return harness;
+  return wrapped;
 }
 
 /**

@@ -1,0 +1,224 @@
+/**
+ * Starts the real Hermes Agent (`hermes gateway run`, from a venv made by `npm run hermes:install`)
+ * on 127.0.0.1 with throwaway HOME and HERMES_HOME folders, a scratch working folder, a random key
+ * and a fake model, and stops its whole process tree afterwards.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const REPO = fileURLToPath(new URL('../../', import.meta.url));
+const VENVS = join(REPO, '.hermes');
+const OUTPUT_KEPT_BYTES = 64 * 1024;
+
+export interface RealHermesOptions {
+  /** A release installed by `npm run hermes:install`, e.g. "0.19.0". */
+  version: string;
+  /** The fake model's base URL, ending in /v1. */
+  fakeModelUrl: string;
+  /** `gateway.api_server.max_concurrent_runs` (Hermes' default 10; 0 disables the gate). */
+  maxConcurrentRuns?: number;
+  /**
+   * How long an unanswered approval waits before Hermes denies it, in seconds (default 300). Written
+   * to both keys: 0.18.2 reads `approvals.gateway_timeout` (default 300), 0.19.0 `approvals.timeout`
+   * (default 60).
+   */
+  approvalTimeoutSeconds?: number;
+  /** How long to wait for /health (default 90 s). */
+  startTimeoutMs?: number;
+}
+
+export interface RealHermes {
+  readonly version: string;
+  readonly baseUrl: string;
+  readonly apiKey: string;
+  /** Hermes' terminal.cwd: tool commands run here. */
+  readonly scratchDir: string;
+  readonly hermesHome: string;
+  /** The last 64 KiB of Hermes' stdout and stderr. */
+  output(): string;
+  stop(): Promise<void>;
+}
+
+/** The releases with a venv under .hermes/ (`npm run hermes:install`), in version order. */
+export function installedHermesVersions(): string[] {
+  if (!existsSync(VENVS)) return [];
+  return readdirSync(VENVS)
+    .filter((name) => name.startsWith('venv-') && existsSync(hermesExecutable(name.slice('venv-'.length))))
+    .map((name) => name.slice('venv-'.length))
+    .sort((a, b) => a.localeCompare(b, 'en', { numeric: true }));
+}
+
+function hermesExecutable(version: string): string {
+  return join(VENVS, `venv-${version}`, 'bin', 'hermes');
+}
+
+/** Hermes' config.yaml (JSON is YAML): the fake model, manual approvals, no network side trips. */
+function configYaml(options: RealHermesOptions, scratchDir: string): string {
+  return `${JSON.stringify(
+    {
+      model: { provider: 'custom', base_url: options.fakeModelUrl, api_key: 'fake-local-key', default: 'fake-model', context_length: 131072 },
+      approvals: { mode: 'manual', gateway_timeout: options.approvalTimeoutSeconds ?? 300, timeout: options.approvalTimeoutSeconds ?? 300 },
+      terminal: { backend: 'local', cwd: scratchDir, timeout: 120 },
+      security: { tirith_enabled: false },
+      compression: { enabled: false },
+      checkpoints: { enabled: false },
+      memory: { memory_enabled: false, user_profile_enabled: false, nudge_interval: 0 },
+      skills: { creation_nudge_interval: 0 },
+      curator: { enabled: false },
+      auxiliary: { title_generation: { enabled: false }, background_review: { enabled: false } },
+      agent: { max_turns: 8 },
+      gateway: { api_server: { max_concurrent_runs: options.maxConcurrentRuns ?? 10 } },
+    },
+    null,
+    2,
+  )}\n`;
+}
+
+export async function startRealHermes(options: RealHermesOptions): Promise<RealHermes> {
+  const executable = hermesExecutable(options.version);
+  if (!existsSync(executable)) throw new Error(`Hermes ${options.version} is not installed (${executable} missing): run npm run hermes:install`);
+  const root = mkdtempSync(join(tmpdir(), `aip-real-hermes-${options.version}-`));
+  const home = join(root, 'home');
+  const hermesHome = join(root, 'hermes-home');
+  const scratchDir = join(root, 'work');
+  for (const dir of [home, hermesHome, scratchDir]) mkdirSync(dir);
+  writeFileSync(join(hermesHome, 'config.yaml'), configYaml(options, scratchDir));
+  writeFileSync(join(hermesHome, '.no-bundled-skills'), '');
+  const apiKey = randomBytes(32).toString('hex');
+  const port = await freePort();
+  // A minimal environment: no provider key or other secret of the caller reaches Hermes.
+  const env = {
+    PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+    LANG: 'C.UTF-8',
+    TERM: 'dumb',
+    PYTHONUNBUFFERED: '1',
+    HOME: home,
+    HERMES_HOME: hermesHome,
+    API_SERVER_ENABLED: 'true',
+    API_SERVER_HOST: '127.0.0.1',
+    API_SERVER_PORT: String(port),
+    API_SERVER_KEY: apiKey,
+  };
+  const child = spawn(executable, ['gateway', 'run'], { cwd: hermesHome, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  const keep = (chunk: Buffer) => {
+    output = (output + chunk.toString('utf8')).slice(-OUTPUT_KEPT_BYTES);
+  };
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const stop = async () => {
+    await stopProcessTree(child, exited);
+    rmSync(root, { recursive: true, force: true });
+  };
+  try {
+    await waitForHealth(baseUrl, exited, options.startTimeoutMs ?? 90_000);
+  } catch (error) {
+    const logs = logTails(hermesHome);
+    await stop();
+    throw new Error(`Hermes ${options.version} did not become healthy on ${baseUrl}: ${(error as Error).message}\n--- Hermes output ---\n${output}\n${logs}`);
+  }
+  return { version: options.version, baseUrl, apiKey, scratchDir, hermesHome, output: () => output, stop };
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (address === null || typeof address === 'string') throw new Error('no port');
+  return address.port;
+}
+
+async function waitForHealth(baseUrl: string, exited: Promise<void>, timeoutMs: number): Promise<void> {
+  let hasExited = false;
+  void exited.then(() => {
+    hasExited = true;
+  });
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (hasExited) throw new Error('the gateway process exited');
+    try {
+      const response = await fetch(`${baseUrl}/health`, { signal: AbortSignal.timeout(2000) });
+      await response.arrayBuffer();
+      if (response.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  throw new Error(`no answer from /health within ${timeoutMs} ms`);
+}
+
+/** The end of every file under $HERMES_HOME/logs/, for a failed start. */
+function logTails(hermesHome: string): string {
+  const dir = join(hermesHome, 'logs');
+  if (!existsSync(dir)) return '(no $HERMES_HOME/logs/)';
+  return readdirSync(dir)
+    .map((name) => `--- logs/${name} ---\n${readFileSync(join(dir, name), 'utf8').slice(-8000)}`)
+    .join('\n');
+}
+
+/**
+ * SIGTERM to the gateway's process group, SIGKILL after 10 s; then SIGKILL to any descendant
+ * (tool commands run in process groups of their own) still alive.
+ */
+async function stopProcessTree(child: ChildProcess, exited: Promise<void>): Promise<void> {
+  if (child.pid === undefined) return;
+  const descendants = descendantsOf(child.pid);
+  if (child.exitCode === null && child.signalCode === null) {
+    signalGroup(child.pid, 'SIGTERM');
+    const timedOut = await Promise.race([exited.then(() => false), new Promise<boolean>((resolve) => setTimeout(() => resolve(true), 10_000))]);
+    if (timedOut) {
+      signalGroup(child.pid, 'SIGKILL');
+      await exited;
+    }
+  }
+  signalGroup(child.pid, 'SIGKILL');
+  for (const pid of descendants) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+}
+
+function signalGroup(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    // the group is already gone
+  }
+}
+
+/** Every process below `pid`, from /proc (Linux); empty elsewhere. */
+function descendantsOf(pid: number): number[] {
+  if (!existsSync('/proc')) return [];
+  const children = new Map<number, number[]>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      children.set(parent, [...(children.get(parent) ?? []), Number(name)]);
+    } catch {
+      // exited meanwhile
+    }
+  }
+  const found: number[] = [];
+  const visit = (parent: number) => {
+    for (const child of children.get(parent) ?? []) {
+      found.push(child);
+      visit(child);
+    }
+  };
+  visit(pid);
+  return found;
+}

@@ -1,0 +1,64 @@
+/**
+ * A pass-through HTTP proxy on 127.0.0.1:0 in front of a real server: it records every request
+ * (method and path), and can cut the next event stream after its first SSE frame (the response
+ * ends cleanly at the proxy, and the upstream connection is dropped, as a vanished subscriber).
+ */
+import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface RecordingProxy {
+  readonly url: string;
+  /** `METHOD /path` of every request, in arrival order. */
+  readonly requests: string[];
+  /** The next `GET …/events` is ended after its first complete frame. */
+  cutNextStreamAfterFirstFrame(): void;
+  close(): Promise<void>;
+}
+
+export async function startRecordingProxy(target: string): Promise<RecordingProxy> {
+  const upstream = new URL(target);
+  const requests: string[] = [];
+  let cutNext = false;
+  const server = createServer((req, res) => {
+    requests.push(`${req.method ?? ''} ${req.url ?? ''}`);
+    const cut = cutNext && req.method === 'GET' && (req.url ?? '').endsWith('/events');
+    if (cut) cutNext = false;
+    const outgoing = httpRequest({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers }, (answer) =>
+      cut ? relayFirstFrame(answer, res) : relay(answer, res),
+    );
+    outgoing.on('error', () => res.destroy());
+    req.pipe(outgoing);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    requests,
+    cutNextStreamAfterFirstFrame: () => {
+      cutNext = true;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+function relay(answer: IncomingMessage, res: ServerResponse): void {
+  res.writeHead(answer.statusCode ?? 502, answer.headers);
+  answer.pipe(res);
+}
+
+/** Forwards the head and the first `\n\n`-terminated frame, then ends the response and drops upstream. */
+function relayFirstFrame(answer: IncomingMessage, res: ServerResponse): void {
+  res.writeHead(answer.statusCode ?? 502, answer.headers);
+  let buffered = '';
+  answer.on('data', (chunk: Buffer) => {
+    buffered += chunk.toString('utf8');
+    const end = buffered.indexOf('\n\n');
+    if (end === -1 || res.writableEnded) return;
+    res.end(buffered.slice(0, end + 2));
+    answer.destroy();
+  });
+  answer.on('end', () => res.end());
+}
