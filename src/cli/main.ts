@@ -8,6 +8,7 @@ import { PACKAGE_NAME, PACKAGE_VERSION } from '../package-info.js';
 import { describeError, EXIT, UsageError } from './errors.js';
 import { TOP_HELP } from './help.js';
 import { isNameLike } from './args.js';
+import { startTracingFromEnv } from './telemetry.js';
 
 type Command = (args: string[]) => Promise<number>;
 
@@ -39,7 +40,13 @@ async function main(argv: string[]): Promise<number> {
     const named = isNameLike(command) ? ` "${command}"` : '';
     throw new UsageError(`unknown command${named} (commands: ${Object.keys(COMMANDS).join(', ')}; see hermes-aip --help)`);
   }
-  return (await load())(rest);
+  const run = await load();
+  const flushTraces = await startTracingFromEnv(process.env);
+  try {
+    return await run(rest);
+  } finally {
+    await flushTraces?.();
+  }
 }
 
 main(process.argv.slice(2)).then(
