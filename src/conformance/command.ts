@@ -6,12 +6,11 @@ import { EXIT, UsageError } from '../cli/errors.js';
 import { duration } from '../cli/format.js';
 import { CONFORMANCE_HELP } from '../cli/help.js';
 import { artifactIdentities, credentialRevision } from '../cli/identities.js';
-import { DEFAULT_HARMLESS_PROMPT, defaultApprovalPrompt } from '../cli/qualify/command.js';
-import { simulatorScripts } from '../cli/qualify/simulator-scripts.js';
 import { startHermesSimulator, type HermesSimulator } from '../simulator/index.js';
 import { CONFORMANCE_SCHEMA_ID, STATIC_CHECKS_READING, summarize, writeConformance, type ConformanceArtifact, type EndpointConformance } from './artifact.js';
 import { createHermesDriver } from './hermes/driver.js';
 import type { ProviderAccess, RunBodies } from './hermes/harness.js';
+import { runBodies } from './hermes/run-bodies.js';
 import { runConformanceKit } from './kit/run.js';
 import { systemClock, type BehaviourCheck } from './kit/types.js';
 
@@ -129,24 +128,5 @@ async function checkEndpoint(endpoint: LoadedEndpoint, settings: { bodies: RunBo
     duration_ms: finishedAt - startedAt,
     checks: report.checks,
     static_checks: report.staticChecks,
-  };
-}
-
-/** The qualification's prompts against a live Hermes; its scripted runs against the simulator. */
-function runBodies(simulated: boolean): RunBodies {
-  const approvalPrompt = defaultApprovalPrompt(`rm -rf ./aip-conformance-scratch-${randomBytes(6).toString('hex')}`);
-  if (!simulated) {
-    return {
-      harmless: () => ({ input: DEFAULT_HARMLESS_PROMPT }),
-      approval: (sessionId) => ({ input: approvalPrompt, session_id: sessionId }),
-      // A live Hermes has no "long" prompt: a run held at its approval is what stays active.
-      long: () => ({ input: approvalPrompt }),
-    };
-  }
-  const scripts = simulatorScripts('rm -rf ./aip-conformance-scratch');
-  return {
-    harmless: () => ({ input: DEFAULT_HARMLESS_PROMPT, sim_script: scripts.harmless }),
-    approval: (sessionId) => ({ input: approvalPrompt, session_id: sessionId, sim_script: scripts.approval }),
-    long: () => ({ input: DEFAULT_HARMLESS_PROMPT, sim_script: scripts.long }),
   };
 }
