@@ -1,7 +1,6 @@
 import type { ApprovalGrant, HermesConnector } from '../../../index.js';
-import { kitId } from '../harness.js';
 import type { ScenarioEvidence } from '../../kit/types.js';
-import { codeOf, outcome, TERMINAL_STATUSES, type Harness, type Invocation } from '../harness.js';
+import { codeOf, type Harness, type Invocation, kitId, outcome, TERMINAL_STATUSES } from '../harness.js';
 
 /** The approval authority the kit plays: two named approvers, both needed (a two-person rule). */
 const AUTHORITY = { members: ['human:approver-left', 'human:approver-right'], quorum: 2 };

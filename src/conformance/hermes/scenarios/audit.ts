@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { kitId } from '../harness.js';
 import type { ScenarioEvidence } from '../../kit/types.js';
-import { outcome, type Harness, type Invocation } from '../harness.js';
+import { type Harness, type Invocation, kitId, outcome } from '../harness.js';
 
 /** Every dispatched call has a receipt, every log line and request correlates with its action, nothing sensitive is written. */
 export async function auditRedaction(h: Harness): Promise<ScenarioEvidence> {

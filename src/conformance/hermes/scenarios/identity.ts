@@ -1,7 +1,6 @@
 import { inspect } from 'node:util';
-import { kitId } from '../harness.js';
 import type { ScenarioEvidence } from '../../kit/types.js';
-import { KIT_ACTOR, OTHER_TENANT, codeOf, outcome, type Harness } from '../harness.js';
+import { codeOf, type Harness, KIT_ACTOR, kitId, OTHER_TENANT, outcome } from '../harness.js';
 
 /** Who acts reaches Hermes only from the trusted context; another tenant is refused; the key stays a handle. */
 export async function identityCredentials(h: Harness): Promise<ScenarioEvidence> {
