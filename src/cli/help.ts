@@ -7,10 +7,11 @@ Commands:
   manifest   Print the AIP manifest for a configuration
   invoke     Invoke one capability and print its result (run_events: chunks live, as JSON lines)
   qualify    Run the eight integration checks against every endpoint; write the evidence
+  conformance  Run the AIP conformance kit's thirteen behaviour checks; write conformance.json/.html
   simulate   Run the Hermes simulator until interrupted
   fake-model Run a fake OpenAI-compatible model (for a real Hermes on loopback) until interrupted
 
-Configuration (manifest, invoke, qualify):
+Configuration (manifest, invoke, qualify, conformance):
   --config FILE   { "endpoints": [ { "id", "baseUrl", "apiKeyFile" | "apiKeyEnv", "tenantId"?, "displayName"? } ] }
                   A relative apiKeyFile is resolved against the config file's folder.
   Without --config, HERMES_BASE_URL and HERMES_API_KEY configure one endpoint with id "default".
@@ -115,4 +116,25 @@ Any other path answers 404 at once.
 Options:
   --port N       Port to listen on (default 0: a free port)
   -h, --help     Show this help
+`;
+
+export const CONFORMANCE_HELP = `Usage: hermes-aip conformance [--simulate [--profile pin|later] | --config FILE] [--out DIR] [--timeout SECONDS]
+
+Runs the AIP conformance kit against every endpoint, through a recording proxy on 127.0.0.1:
+  connector.atomic_manifest_admission, then the twelve behaviour scenarios (identity_credentials,
+  schema_enforcement, idempotency_duplicates, retry_exhaustion, cancellation_races,
+  streaming_backpressure, errors_uncertain_outcomes, approval_lifecycle, transaction_lifecycle,
+  audit_redaction, webhook_security, restart_reconnect), each judged by its named assertions.
+  A scenario the manifest does not trigger is "not applicable", with the reason.
+  The static manifest checks (discovery.*, enterprise.capability_contract, profile.mcp.tools_list)
+  are reported with their findings; like the reference behaviour kit, they do not decide the exit code.
+Exit code 0 only if every applicable check passes on every endpoint.
+
+Options:
+  --config FILE         Endpoints file (default: HERMES_BASE_URL and HERMES_API_KEY)
+  --simulate            Exercise the embedded Hermes simulator instead (scripted runs, random key)
+  --profile pin|later   Simulator profile with --simulate (default pin)
+  --out DIR             Write DIR/conformance.json and DIR/conformance.html
+  --timeout SECONDS     Deadline of each call (default 120; 10 with --simulate)
+  -h, --help            Show this help
 `;

@@ -1,8 +1,10 @@
 #!/usr/bin/env node
 /**
  * `hermes-aip`: the connector's command line. `manifest` and `invoke` drive the connector,
- * `qualify` runs the seed's eight integration checks and keeps the evidence, `simulate` runs
- * the Hermes simulator, `fake-model` an OpenAI-compatible fake model for running the real Hermes. Every error is one line on stderr and a non-zero exit code.
+ * `qualify` runs the seed's eight integration checks and keeps the evidence, `conformance` runs
+ * the AIP conformance kit's thirteen behaviour checks, `simulate` runs the Hermes simulator,
+ * `fake-model` an OpenAI-compatible fake model for running the real Hermes. Every error is one
+ * line on stderr and a non-zero exit code.
  */
 import { PACKAGE_NAME, PACKAGE_VERSION } from '../package-info.js';
 import { describeError, EXIT, UsageError } from './errors.js';
@@ -17,6 +19,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   manifest: async () => (await import('./manifest.js')).manifestCommand,
   invoke: async () => (await import('./invoke.js')).invokeCommand,
   qualify: async () => (await import('./qualify/command.js')).qualifyCommand,
+  conformance: async () => (await import('../conformance/command.js')).conformanceCommand,
   simulate: async () => (await import('./simulate.js')).simulateCommand,
   'fake-model': async () => (await import('./fake-model.js')).fakeModelCommand,
 };

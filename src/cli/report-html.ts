@@ -12,7 +12,7 @@ const STYLE = `
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto; max-width: 72rem; padding: 0 1.25rem; color: #1c2127; }
 h1 { font-size: 1.5rem; margin: 0 0 .25rem; } h2 { font-size: 1.15rem; margin: 2rem 0 .5rem; } h3 { font-size: 1rem; margin: 1.25rem 0 .4rem; }
 .verdict { display: inline-block; font-weight: 700; padding: .2rem .6rem; border-radius: .3rem; }
-.passed { color: var(--pass); background: var(--pass-bg); } .failed, .interrupted { color: var(--fail); background: var(--fail-bg); }
+.passed { color: var(--pass); background: var(--pass-bg); } .failed, .interrupted { color: var(--fail); background: var(--fail-bg); } .not_applicable { color: var(--muted); background: #eef0f2; }
 .note { color: var(--muted); margin: .4rem 0 0; }
 table { border-collapse: collapse; width: 100%; margin: .25rem 0 1rem; }
 th, td { border: 1px solid var(--line); padding: .35rem .55rem; text-align: left; vertical-align: top; }
@@ -28,17 +28,9 @@ pre { background: #f6f8fa; border: 1px solid var(--line); padding: .6rem; overfl
 export function renderReport(evidence: QualificationEvidence): string {
   const { summary } = evidence;
   const verdict = evidence.result.toUpperCase();
-  return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
-<title>Hermes AIP qualification: ${escapeHtml(verdict)}</title>
-<style>${STYLE}</style>
-</head>
-<body>
-<header>
+  return htmlPage(
+    `Hermes AIP qualification: ${verdict}`,
+    `<header>
 <h1>Hermes Agent AIP connector qualification</h1>
 <p><span id="verdict" class="verdict ${escapeHtml(evidence.result)}">${escapeHtml(verdict)}</span>
 ${summary.passed} of ${summary.checks} checks passed on ${summary.endpoints} endpoint${summary.endpoints === 1 ? '' : 's'}, ${escapeHtml(duration(evidence.duration_ms))}.</p>
@@ -73,7 +65,23 @@ ${identityTable('identities', [
   ['Finished', evidence.finished_at],
 ])}
 </section>
-${evidence.endpoints.map(endpointSection).join('\n')}
+${evidence.endpoints.map(endpointSection).join('\n')}`,
+  );
+}
+
+/** The page around a report's body: inline CSS, no script, no external resource (the CSP forbids them). */
+export function htmlPage(title: string, body: string): string {
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
+<title>${escapeHtml(title)}</title>
+<style>${STYLE}</style>
+</head>
+<body>
+${body}
 </body>
 </html>
 `;
@@ -119,7 +127,7 @@ ${endpoint.cleanup.map((entry) => `<tr><td><code>${escapeHtml(entry.run_id)}</co
 </section>`;
 }
 
-function identityTable(className: string, rows: Array<[string, string]>): string {
+export function identityTable(className: string, rows: Array<[string, string]>): string {
   return `<table class="${className}"><tbody>
 ${rows.map(([name, value]) => `<tr><th>${escapeHtml(name)}</th><td>${escapeHtml(value)}</td></tr>`).join('\n')}
 </tbody></table>`;

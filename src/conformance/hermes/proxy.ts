@@ -1,0 +1,129 @@
+import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import type { Clock } from '../kit/types.js';
+
+/** What the proxy retains of one request: never a credential, only whether the expected one was presented. */
+export interface ProxiedRequest {
+  id: string;
+  method: string;
+  path: string;
+  /** `X-AIP-*` and `Idempotency-Key` headers as sent (they carry no secret). */
+  headers: Record<string, string>;
+  credential: 'expected' | 'other' | 'absent';
+  received_at: number;
+  /** The status the connector received. */
+  status: number | null;
+  /** False when the proxy answered itself (an injected fault) instead of asking the provider. */
+  forwarded: boolean;
+}
+
+/** A fault the proxy plays once per matching request, `times` times. */
+export interface ProxyFault {
+  method: string;
+  /** Matches the request path (without query). */
+  path: RegExp;
+  times?: number;
+  /** Answer this instead of asking the provider. */
+  respond?: { status: number; body: string; headers?: Record<string, string> };
+  /** Ask the provider, then replace its body with this one (same status). */
+  replaceBody?: string;
+}
+
+export interface RecordingProxy {
+  readonly url: string;
+  readonly requests: readonly ProxiedRequest[];
+  arm(fault: ProxyFault): void;
+  close(): Promise<void>;
+}
+
+const RETAINED_HEADER = /^(x-aip-|idempotency-key$)/;
+
+/**
+ * A loopback HTTP proxy in front of the provider: it records every request the connector sends
+ * and can play provider faults. It is how the kit observes a live endpoint it cannot script.
+ */
+export async function startRecordingProxy(target: string, apiKey: string, clock: Clock): Promise<RecordingProxy> {
+  const requests: ProxiedRequest[] = [];
+  const faults: Array<ProxyFault & { left: number }> = [];
+  const upstream = new URL(target);
+  const send = upstream.protocol === 'https:' ? httpsRequest : httpRequest;
+  const open = new Set<IncomingMessage | ServerResponse>();
+
+  const server = createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    const record: ProxiedRequest = {
+      id: `preq_${String(requests.length + 1).padStart(4, '0')}`,
+      method: req.method ?? 'GET',
+      path,
+      headers: retainedHeaders(req),
+      credential: credentialOf(req.headers.authorization, apiKey),
+      received_at: clock.now(),
+      status: null,
+      forwarded: true,
+    };
+    requests.push(record);
+    const fault = takeFault(faults, record.method, path);
+    if (fault?.respond) {
+      record.forwarded = false;
+      req.resume();
+      req.on('end', () => answer(res, record, fault.respond as NonNullable<ProxyFault['respond']>));
+      return;
+    }
+    const outgoing = send(new URL(req.url ?? '/', upstream), { method: req.method, headers: { ...req.headers, host: upstream.host } }, (providerRes) => {
+      open.add(providerRes);
+      record.status = providerRes.statusCode ?? 502;
+      if (fault?.replaceBody !== undefined) {
+        providerRes.resume();
+        providerRes.on('end', () => answer(res, record, { status: record.status ?? 502, body: fault.replaceBody as string, headers: { 'content-type': 'application/json' } }));
+        return;
+      }
+      res.writeHead(record.status, providerRes.headers);
+      providerRes.pipe(res);
+    });
+    outgoing.on('error', () => res.destroy());
+    // The connector leaving (a cut stream, an abort) reaches the provider as it would without the proxy.
+    res.on('close', () => {
+      if (!res.writableFinished) outgoing.destroy();
+    });
+    req.pipe(outgoing);
+  });
+  server.on('connection', (socket) => socket.on('error', () => undefined));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    arm: (fault) => faults.push({ ...fault, left: fault.times ?? 1 }),
+    close: async () => {
+      for (const stream of open) stream.destroy();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+function takeFault(faults: Array<ProxyFault & { left: number }>, method: string, path: string): ProxyFault | undefined {
+  const fault = faults.find((candidate) => candidate.left > 0 && candidate.method === method && candidate.path.test(path));
+  if (fault) fault.left -= 1;
+  return fault;
+}
+
+function answer(res: ServerResponse, record: ProxiedRequest, response: NonNullable<ProxyFault['respond']>): void {
+  record.status = response.status;
+  res.writeHead(response.status, { 'content-type': 'application/json', ...response.headers });
+  res.end(response.body);
+}
+
+function retainedHeaders(req: IncomingMessage): Record<string, string> {
+  const kept: Record<string, string> = {};
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (RETAINED_HEADER.test(name) && typeof value === 'string') kept[name] = value;
+  }
+  return kept;
+}
+
+function credentialOf(authorization: string | undefined, apiKey: string): ProxiedRequest['credential'] {
+  if (authorization === undefined) return 'absent';
+  return authorization === `Bearer ${apiKey}` ? 'expected' : 'other';
+}
