@@ -1,0 +1,21 @@
+/** examples/otel.ts runs and prints the lifecycle's spans: invocations, their Hermes requests and ledger calls. */
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+
+describe('examples/otel.ts', () => {
+  it('prints a span per invocation, per Hermes request and per ledger call, with no run id in a span name', { timeout: 60_000 }, async () => {
+    const { stdout, stderr } = await promisify(execFile)(`${root}node_modules/.bin/tsx`, [`${root}examples/otel.ts`], { cwd: root, timeout: 50_000, env: { PATH: process.env['PATH'] ?? '' } });
+    expect(stderr).toBe('');
+    const names = stdout.trimEnd().split('\n').map((line) => line.slice(0, line.indexOf('  ')));
+    expect(names).toEqual(
+      expect.arrayContaining(['aip.invoke run_start', 'POST /v1/runs', 'aip.ledger claim', 'aip.invoke run_events', 'GET /v1/runs/{run_id}/events', 'aip.invoke run_status', 'GET /v1/runs/{run_id}']),
+    );
+    expect(stdout).toContain('"aip.tenant_id":"tenant-a"');
+    expect(stdout).toContain('"aip.trace_id":"trace-otel-example"');
+    for (const name of names) expect(name).not.toMatch(/run_[0-9a-f]{32}/);
+  });
+});
