@@ -8,8 +8,9 @@ Commands:
   invoke     Invoke one capability and print its result (run_events: chunks live, as JSON lines)
   qualify    Run the eight integration checks against every endpoint; write the evidence
   simulate   Run the Hermes simulator until interrupted
+  mcp        Serve the capabilities as MCP tools (stdio, or Streamable HTTP on 127.0.0.1)
 
-Configuration (manifest, invoke, qualify):
+Configuration (manifest, invoke, qualify, mcp):
   --config FILE   { "endpoints": [ { "id", "baseUrl", "apiKeyFile" | "apiKeyEnv", "tenantId"?, "displayName"? } ] }
                   A relative apiKeyFile is resolved against the config file's folder.
   Without --config, HERMES_BASE_URL and HERMES_API_KEY configure one endpoint with id "default".
@@ -95,4 +96,27 @@ Options:
   --port N              Port to listen on (default 8642, Hermes' default; 0 picks a free port)
   --profile pin|later   "pin" (default) or "later" (idempotency keys, stop on a finished run, ...)
   -h, --help            Show this help
+`;
+
+export const MCP_HELP = `Usage: hermes-aip mcp [--config FILE] [--http [--port N]] [--no-approvals]
+
+Serves every capability of every endpoint as an MCP tool, hermes_<endpoint>_<operation>, over
+stdio (the default; logs go to stderr) or Streamable HTTP on 127.0.0.1 (--http), until the client
+closes stdin, or SIGINT/SIGTERM. run_approval and run_stop ask the person at the MCP client to
+approve the exact input (form elicitation) and are refused as approval_required otherwise.
+With a run ledger, hermes://evidence/{action-or-run-id} reads a run's evidence.
+
+The config file's optional "mcp" field:
+  { "tenantId"?, "principalId"?, "tokens"?: [ { "tokenFile" | "tokenEnv", "principalId"? } ] }
+  tenantId and principalId form every call's execution context (principal default: hermes-aip-mcp).
+  --http needs a bearer token: each "tokens" entry maps one token (a file relative to the config
+  file, or an environment variable) to a principal; without "tokens", HERMES_MCP_TOKEN is the token.
+  Tokens are at least 16 visible ASCII characters and never read from arguments.
+
+Options:
+  --config FILE     Endpoints file (default: HERMES_BASE_URL and HERMES_API_KEY)
+  --http            Serve Streamable HTTP at http://127.0.0.1:<port>/mcp instead of stdio
+  --port N          Port for --http (default 8643; 0 picks a free port, logged on stderr)
+  --no-approvals    Never ask: run_approval and run_stop always answer approval_required
+  -h, --help        Show this help
 `;

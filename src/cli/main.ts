@@ -2,7 +2,7 @@
 /**
  * `hermes-aip`: the connector's command line. `manifest` and `invoke` drive the connector,
  * `qualify` runs the seed's eight integration checks and keeps the evidence, `simulate` runs
- * the Hermes simulator. Every error is one line on stderr and a non-zero exit code.
+ * the Hermes simulator, `mcp` serves the capabilities as MCP tools. Every error is one line on stderr and a non-zero exit code.
  */
 import { PACKAGE_NAME, PACKAGE_VERSION } from '../package-info.js';
 import { describeError, EXIT, UsageError } from './errors.js';
@@ -16,6 +16,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   invoke: async () => (await import('./invoke.js')).invokeCommand,
   qualify: async () => (await import('./qualify/command.js')).qualifyCommand,
   simulate: async () => (await import('./simulate.js')).simulateCommand,
+  mcp: async () => (await import('../mcp/command.js')).mcpCommand,
 };
 
 async function main(argv: string[]): Promise<number> {
