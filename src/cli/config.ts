@@ -18,6 +18,8 @@ export interface LoadedConfig {
   readonly source: string;
   /** A durable run ledger, when configured; otherwise the connector keeps its records in memory for one command. */
   readonly ledger?: LedgerSpec;
+  /** The config file's "mcp" field as written, and the file's folder; read by `hermes-aip mcp` only. */
+  readonly mcp?: { value: unknown; folder: string };
 }
 
 /** Where the run ledger lives. A PostgreSQL URL may hold a password: it is read from the environment and never printed. */
@@ -97,12 +99,13 @@ function loadConfigFile(configPath: string, env: NodeJS.ProcessEnv): LoadedConfi
     throw new UsageError(`${where}: expected { "endpoints": [ { "id", "baseUrl", "apiKeyFile" | "apiKeyEnv", ... } ] } with at least one endpoint`);
   }
   for (const field of Object.keys(document)) {
-    if (field !== 'endpoints' && field !== 'ledger') throw new UsageError(`${where}: unknown field "${printable(field)}"`);
+    if (field !== 'endpoints' && field !== 'ledger' && field !== 'mcp') throw new UsageError(`${where}: unknown field "${printable(field)}"`);
   }
   const folder = dirname(resolve(configPath));
   const endpoints = document['endpoints'].map((entry: unknown, index: number) => loadEndpoint(entry, `${where}: endpoints[${index}]`, folder, env));
   const ledger = document['ledger'] === undefined ? ledgerFromEnvironment(env) : { ledger: ledgerFromFile(document['ledger'], where, folder, env) };
-  return { source: `file ${configPath}`, endpoints, ...ledger };
+  const mcp = document['mcp'] === undefined ? {} : { mcp: { value: document['mcp'], folder } };
+  return { source: `file ${configPath}`, endpoints, ...ledger, ...mcp };
 }
 
 function loadEndpoint(entry: unknown, where: string, folder: string, env: NodeJS.ProcessEnv): LoadedEndpoint {
@@ -199,12 +202,12 @@ export function describeLedger(spec: LedgerSpec | undefined): { kind: 'memory' |
   return spec.kind === 'sqlite' ? { kind: 'sqlite', location: spec.path } : { kind: 'postgres', location: spec.from };
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
+export function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** A field name or id as given, cut short and without control characters, for an error message. */
-function printable(text: string): string {
+export function printable(text: string): string {
   // eslint-disable-next-line no-control-regex
   const clean = text.replace(/[\x00-\x1f\x7f]/g, '?');
   return clean.length > 64 ? `${clean.slice(0, 64)}…` : clean;

@@ -10,8 +10,9 @@ Commands:
   conformance  Run the AIP conformance kit's thirteen behaviour checks; write conformance.json/.html
   simulate   Run the Hermes simulator until interrupted
   fake-model Run a fake OpenAI-compatible model (for a real Hermes on loopback) until interrupted
+  mcp        Serve the capabilities as MCP tools (stdio, or Streamable HTTP on 127.0.0.1)
 
-Configuration (manifest, invoke, qualify, conformance):
+Configuration (manifest, invoke, qualify, conformance, mcp):
   --config FILE   { "endpoints": [ { "id", "baseUrl", "apiKeyFile" | "apiKeyEnv", "tenantId"?, "displayName"? } ] }
                   A relative apiKeyFile is resolved against the config file's folder.
   Without --config, HERMES_BASE_URL and HERMES_API_KEY configure one endpoint with id "default".
@@ -137,4 +138,25 @@ Options:
   --out DIR             Write DIR/conformance.json and DIR/conformance.html
   --timeout SECONDS     Deadline of each call (default 120; 10 with --simulate)
   -h, --help            Show this help
+export const MCP_HELP = `Usage: hermes-aip mcp [--config FILE] [--http [--port N]] [--no-approvals]
+
+Serves every capability of every endpoint as an MCP tool, hermes_<endpoint>_<operation>, over
+stdio (the default; logs go to stderr) or Streamable HTTP on 127.0.0.1 (--http), until the client
+closes stdin, or SIGINT/SIGTERM. run_approval and run_stop ask the person at the MCP client to
+approve the exact input (form elicitation) and are refused as approval_required otherwise.
+With a run ledger, hermes://evidence/{action-or-run-id} reads a run's evidence.
+
+The config file's optional "mcp" field:
+  { "tenantId"?, "principalId"?, "tokens"?: [ { "tokenFile" | "tokenEnv", "principalId"? } ] }
+  tenantId and principalId form every call's execution context (principal default: hermes-aip-mcp).
+  --http needs a bearer token: each "tokens" entry maps one token (a file relative to the config
+  file, or an environment variable) to a principal; without "tokens", HERMES_MCP_TOKEN is the token.
+  Tokens are at least 16 visible ASCII characters and never read from arguments.
+
+Options:
+  --config FILE     Endpoints file (default: HERMES_BASE_URL and HERMES_API_KEY)
+  --http            Serve Streamable HTTP at http://127.0.0.1:<port>/mcp instead of stdio
+  --port N          Port for --http (default 8643; 0 picks a free port, logged on stderr)
+  --no-approvals    Never ask: run_approval and run_stop always answer approval_required
+  -h, --help        Show this help
 `;

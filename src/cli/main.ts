@@ -3,8 +3,8 @@
  * `hermes-aip`: the connector's command line. `manifest` and `invoke` drive the connector,
  * `qualify` runs the seed's eight integration checks and keeps the evidence, `conformance` runs
  * the AIP conformance kit's thirteen behaviour checks, `simulate` runs the Hermes simulator,
- * `fake-model` an OpenAI-compatible fake model for running the real Hermes. Every error is one
- * line on stderr and a non-zero exit code.
+ * `fake-model` an OpenAI-compatible fake model for running the real Hermes, `mcp` serves the
+ * capabilities as MCP tools. Every error is one line on stderr and a non-zero exit code.
  */
 import { PACKAGE_NAME, PACKAGE_VERSION } from '../package-info.js';
 import { describeError, EXIT, UsageError } from './errors.js';
@@ -22,6 +22,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   conformance: async () => (await import('../conformance/command.js')).conformanceCommand,
   simulate: async () => (await import('./simulate.js')).simulateCommand,
   'fake-model': async () => (await import('./fake-model.js')).fakeModelCommand,
+  mcp: async () => (await import('../mcp/command.js')).mcpCommand,
 };
 
 async function main(argv: string[]): Promise<number> {
