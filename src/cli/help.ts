@@ -138,6 +138,8 @@ Options:
   --out DIR             Write DIR/conformance.json and DIR/conformance.html
   --timeout SECONDS     Deadline of each call (default 120; 10 with --simulate)
   -h, --help            Show this help
+`;
+
 export const MCP_HELP = `Usage: hermes-aip mcp [--config FILE] [--http [--port N]] [--no-approvals]
 
 Serves every capability of every endpoint as an MCP tool, hermes_<endpoint>_<operation>, over
