@@ -3,7 +3,7 @@ import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { pino, type Logger } from 'pino';
 import { HELP_OPTION, integerOption, parseCommand } from '../cli/args.js';
-import { connectorFor, loadConfig } from '../cli/config.js';
+import { loadConfig, openConnector } from '../cli/config.js';
 import { CliError, EXIT, UsageError } from '../cli/errors.js';
 import { MCP_HELP } from '../cli/help.js';
 import { onInterrupt } from '../cli/signals.js';
@@ -33,7 +33,7 @@ export async function mcpCommand(args: string[]): Promise<number> {
   const config = loadConfig(values.config);
   const settings = mcpSettings(config);
   const tokens = values.http ? loadTokens(settings.tokens) : [];
-  const connector = connectorFor(config);
+  const { connector } = openConnector(config);
   try {
     const tools = toolsFor(connector);
     // stdout carries the protocol on stdio: every log line goes to stderr.
