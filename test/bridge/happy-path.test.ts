@@ -114,14 +114,16 @@ describe.each(LEDGER_BACKENDS)('the Herm bridge, happy path ($name ledger)', (ba
         expect(JSON.stringify(request)).not.toContain(HERM_KEY);
       }
 
-      // The live UI: the session.tool_updated frame patches the snapshot into Herm's history.
+      // The live UI: the session.tool_updated frame patches the snapshot's running row with Herm's final
+      // content, and the row keeps its id (Herm's own history holds the final under its new id).
       const frame = await eventually(() => tap.frames.find((item) => item.data.type === 'session.tool_updated'), 'session.tool_updated on the stream');
       expect(frame.event).toBe('session.tool_updated');
       expect(frame.data.payload).toMatchObject({ tool_use_id: use.tool_use_id, event_id: running[0]?.id, payload: final });
-      expect(applyToolUpdate(historyWithRunning, frame.data)).toEqual(history);
-      // The same from the 202: the accepted final event wrapped as an update of the kickoff event.
-      const from202 = { type: 'session.tool_updated', payload: { type: 'session.tool_updated', tool_use_id: use.tool_use_id, event_id: record?.kickoff_event_id, payload: final } };
-      expect(applyToolUpdate(historyWithRunning, from202)).toEqual(history);
+      const patchedRow = { ...final, id: record?.kickoff_event_id };
+      expect(history).toEqual([final]);
+      expect(applyToolUpdate(historyWithRunning, frame.data)).toEqual([patchedRow]);
+      // The same from the 202: the accepted final event, as it comes.
+      expect(applyToolUpdate(historyWithRunning, final)).toEqual([patchedRow]);
       expect(historyWithRunning).toEqual(running);
     } finally {
       tap.close();

@@ -1,13 +1,36 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { canonicalJson } from '../../canonical-json.js';
-import { AIP_VERSION, HERMES_PINNED_REVISION, PACKAGE_ROOT } from '../../package-info.js';
+import type { AipCapability, OperationName } from '../../index.js';
+import { AIP_VERSION, HERMES_PINNED_REVISION } from '../../package-info.js';
 import { describeSchemaErrors, schemaCatalog } from '../../schemas.js';
-import { OPERATION_NAMES } from '../../index.js';
 import { sha256 } from '../identities.js';
 import { CheckFailed, type Check } from './types.js';
 
-/** (1) Discovery exposes exactly the five capability ids of the endpoint, each with its published contract. */
+/** What one capability must publish, from the seed's operations table and shared contract (004), not from contracts/. */
+interface ExpectedCapability {
+  method: 'GET' | 'POST';
+  path: string;
+  risk: 'low' | 'medium';
+  approval: boolean;
+  idempotency: 'required' | 'optional';
+  sideEffects: string[];
+}
+
+const MUTATION = ['external_network', 'read', 'write'];
+const READ = ['external_network', 'read'];
+
+/** The seed's "Hermes structured runs and approvals" table, written out independently of the contracts it checks. */
+const SEED_CAPABILITIES: Readonly<Record<OperationName, ExpectedCapability>> = {
+  run_start: { method: 'POST', path: '/v1/runs', risk: 'medium', approval: false, idempotency: 'required', sideEffects: MUTATION },
+  run_status: { method: 'GET', path: '/v1/runs/{run_id}', risk: 'low', approval: false, idempotency: 'optional', sideEffects: READ },
+  run_events: { method: 'GET', path: '/v1/runs/{run_id}/events', risk: 'low', approval: false, idempotency: 'optional', sideEffects: READ },
+  run_approval: { method: 'POST', path: '/v1/runs/{run_id}/approval', risk: 'medium', approval: true, idempotency: 'required', sideEffects: MUTATION },
+  run_stop: { method: 'POST', path: '/v1/runs/{run_id}/stop', risk: 'medium', approval: true, idempotency: 'required', sideEffects: MUTATION },
+};
+
+/**
+ * (1) Discovery, as an outside caller sees it (the manifest and the capability lookup), exposes
+ * exactly the five capability ids of the endpoint, each publishing what the seed's table says.
+ */
 export const discovery: Check = {
   id: 'discovery',
   title: 'discovery exposes exactly the five expected capability IDs and contracts',
@@ -22,8 +45,10 @@ export const discovery: Check = {
     if (compatibility.upstream_revision !== HERMES_PINNED_REVISION) throw new CheckFailed('the manifest does not name the pinned Hermes revision');
 
     const prefix = `cap:hermes_agent:${session.endpoint.id}:`;
-    const found = manifest.capabilities.filter((capability) => capability.id.startsWith(prefix)).map((capability) => capability.id);
-    const expected = OPERATION_NAMES.map((operation) => session.cap(operation));
+    const listed = manifest.capabilities.filter((capability) => capability.id.startsWith(prefix));
+    const found = listed.map((capability) => capability.id);
+    const operations = Object.keys(SEED_CAPABILITIES) as OperationName[];
+    const expected = operations.map((operation) => session.cap(operation));
     evidence['capability_ids'] = found;
     const missing = expected.filter((id) => !found.includes(id));
     const extra = found.filter((id) => !expected.includes(id));
@@ -33,23 +58,54 @@ export const discovery: Check = {
 
     const contracts: Record<string, unknown> = {};
     evidence['contracts'] = contracts;
-    for (const operation of OPERATION_NAMES) {
-      const capability = session.connector.capability(session.cap(operation));
-      const published = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'contracts', `${operation}.json`), 'utf8')) as { contract: unknown };
-      if (!capability) throw new CheckFailed(`capability ${session.cap(operation)} is in the manifest but cannot be resolved`);
-      if (canonicalJson(capability.contract) !== canonicalJson(published.contract)) {
-        throw new CheckFailed(`the contract of ${capability.id} differs from contracts/${operation}.json`);
+    for (const operation of operations) {
+      const id = session.cap(operation);
+      const capability = listed.find((candidate) => candidate.id === id) as AipCapability;
+      if (canonicalJson(session.connector.capability(id)) !== canonicalJson(capability)) {
+        throw new CheckFailed(`capability(${id}) does not return what the manifest lists for it`);
       }
+      const published = publishedShape(capability);
+      contracts[id] = { ...published, contract_sha256: sha256(canonicalJson(capability.contract)) };
+      const differences = differencesFromSeed(published, SEED_CAPABILITIES[operation]);
+      if (differences.length > 0) throw new CheckFailed(`${id} does not publish what the seed's table says: ${differences.join('; ')}`);
       const binding = capability.bindings[0];
       if (capability.bindings.length !== 1 || binding?.endpoint_id !== session.endpoint.id || binding.operation !== operation) {
-        throw new CheckFailed(`${capability.id} is not bound to endpoint ${session.endpoint.id} and operation ${operation}`);
+        throw new CheckFailed(`${id} is not bound to endpoint ${session.endpoint.id} and operation ${operation}`);
       }
-      contracts[capability.id] = {
-        contract_sha256: sha256(canonicalJson(capability.contract)),
-        risk: capability.risk,
-        requires_human_approval: capability.requires_human_approval,
-        binding: `${binding.method} ${binding.path}`,
-      };
     }
   },
 };
+
+/** The facts of a capability that the seed's table fixes, as the capability publishes them. */
+function publishedShape(capability: AipCapability): Record<string, unknown> {
+  const contract = capability.contract as { side_effects?: unknown; idempotency?: { requirement?: unknown }; approval?: { required?: unknown } };
+  const binding = capability.bindings[0];
+  return {
+    kind: capability.kind,
+    stability: capability.stability,
+    method: binding?.method,
+    path: binding?.path,
+    risk: capability.risk,
+    requires_human_approval: capability.requires_human_approval,
+    contract_approval_required: contract.approval?.required === true,
+    idempotency: contract.idempotency?.requirement,
+    side_effects: Array.isArray(contract.side_effects) ? [...(contract.side_effects as string[])].sort() : contract.side_effects,
+  };
+}
+
+function differencesFromSeed(published: Record<string, unknown>, seed: ExpectedCapability): string[] {
+  const wanted: Record<string, unknown> = {
+    kind: 'workflow',
+    stability: 'stable',
+    method: seed.method,
+    path: seed.path,
+    risk: seed.risk,
+    requires_human_approval: seed.approval,
+    contract_approval_required: seed.approval,
+    idempotency: seed.idempotency,
+    side_effects: seed.sideEffects,
+  };
+  return Object.entries(wanted)
+    .filter(([field, value]) => JSON.stringify(published[field]) !== JSON.stringify(value))
+    .map(([field, value]) => `${field} is ${JSON.stringify(published[field])}, not ${JSON.stringify(value)}`);
+}
