@@ -35,11 +35,18 @@ export function parseProviderJson(text: string, secret: string | undefined): unk
 }
 
 /**
+ * A JSON escape that can spell a visible ASCII character, as every character of a key is (the
+ * configuration allows nothing else): `\"`, `\\`, `\/` or `\u0021`-`\u007e`. `\n` or `\u00e9`, common
+ * in model output, cannot.
+ */
+const ASCII_ESCAPE = /\\(?:["\\/]|u00[2-7][0-9a-fA-F])/;
+
+/**
  * Whether parsing `text` can give a string holding `secret`: only if the text holds it as it is,
- * or holds an escape (`\u0073k_…` spells the key without its characters appearing).
+ * or holds an escape that could spell part of it (`\u0073k_…`).
  */
 function mayHold(text: string, secret: string): boolean {
-  return text.includes(secret) || text.includes('\\');
+  return text.includes(secret) || (text.includes('\\') && ASCII_ESCAPE.test(text));
 }
 
 /** Replaces the secret in every string and member name of a parsed value, in place (the value is a fresh parse). */

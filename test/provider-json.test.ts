@@ -40,6 +40,53 @@ describe('parseProviderJson', () => {
     expect(JSON.stringify(parsed)).toBe('{"__proto__":"[REDACTED]","k":["x[REDACTED]"],"[REDACTED]":{"[REDACTED]x":1}}');
   });
 
+  it('property: however the provider escapes its JSON strings, no parsed string or member name holds the key', () => {
+    // Keys with each character JSON may escape on its own, so that each kind of escape is needed.
+    const secretArb = fc.constantFrom('sk_plain~', 'sk_"q', 'sk_\\q', 'sk_/q');
+    const textOf = (secret: string) => fc.array(fc.constantFrom(secret, 'sk_', 'é', '\n', 'x', '"', '\\', '/'), { maxLength: 6 }).map((parts) => parts.join(''));
+    /** Which characters of string literals to spell as escapes (by character and position). */
+    const escapeArb = fc.oneof(
+      fc.constant((_char: string, _at: number) => false),
+      fc.constant((_char: string, _at: number) => true),
+      fc.constant((char: string, _at: number) => char.charCodeAt(0) >= 0x70),
+      fc.constant((char: string, _at: number) => char === 's' || char === '/'),
+      fc.array(fc.boolean(), { minLength: 1, maxLength: 8 }).map((bits) => (_char: string, at: number) => bits[at % bits.length] as boolean),
+    );
+    /** JSON.stringify, then the chosen characters of every string spelled as \uXXXX (either case), or `/` as `\/`. */
+    const escaped = (value: unknown, escape: (char: string, at: number) => boolean, upper: boolean) =>
+      JSON.stringify(value).replace(/"(?:[^"\\]|\\.)*"/g, (literal) => {
+        const spelled = [...(JSON.parse(literal) as string)].map((char, at) => {
+          if (char.length > 1 || !escape(char, at)) return JSON.stringify(char).slice(1, -1);
+          if (char === '/' && upper) return '\\/';
+          const hex = char.charCodeAt(0).toString(16).padStart(4, '0');
+          return `\\u${upper ? hex.toUpperCase() : hex}`;
+        });
+        return `"${spelled.join('')}"`;
+      });
+    fc.assert(
+      fc.property(
+        secretArb.chain((secret) => fc.tuple(fc.constant(secret), fc.dictionary(textOf(secret), fc.oneof(textOf(secret), fc.array(textOf(secret), { maxLength: 3 })), { maxKeys: 4 }))),
+        escapeArb,
+        fc.boolean(),
+        ([secret, value], escape, upper) => {
+          expect(JSON.stringify(parseProviderJson(escaped(value, escape, upper), secret))).not.toContain(JSON.stringify(secret).slice(1, -1));
+        },
+      ),
+      { seed: SEED + 1, numRuns: 1000 },
+    );
+  });
+
+  it.each([
+    ['sk_"q', '"sk_\\"q"'],
+    ['sk_\\q', '"sk_\\\\q"'],
+    ['sk_/q', '"sk_\\/q"'],
+    ['sk_q~', '"sk_q\\u007e"'],
+    ['sk_q~', '"sk_q\\u007E"'],
+    ['sk_q!', '"sk_q\\u0021"'],
+  ])('the key %s spelled only through the escape in %s is redacted', (secret, literal) => {
+    expect(parseProviderJson(`{"a": ${literal}}`, secret)).toEqual({ a: '[REDACTED]' });
+  });
+
   it('returns the parsed value untouched when the text cannot hold the key', () => {
     expect(parseProviderJson('{"a": ["sk_test"]}', SECRET)).toEqual({ a: ['sk_test'] });
     expect(parseProviderJson('{"a": 1}', undefined)).toEqual({ a: 1 });
