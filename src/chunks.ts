@@ -1,4 +1,4 @@
-import { CallScope, type CallScopeOptions } from './call-scope.js';
+import { CallScope, type CallScopeOptions } from './transport/call-scope.js';
 import { HermesFailure } from './failures.js';
 import type { AipMessagePart, AipStreamChunk, AipStreamChunkKind, ExecutionContext, HermesSseEvent } from './types.js';
 

@@ -3,7 +3,7 @@ import type { Dispatcher } from 'undici';
 import type { Logger } from 'pino';
 import { LEDGER_METHODS, type RunLedger } from './ledger/types.js';
 import type { TelemetryOptions } from './telemetry.js';
-import { Secret } from './secret.js';
+import { Secret } from './internal/secret.js';
 import type { HermesConnectorOptions } from './types.js';
 
 export type ConfigErrorCode =

@@ -1,4 +1,4 @@
-import { ERROR_CODE_PREFIX } from './package-info.js';
+import { ERROR_CODE_PREFIX } from './internal/package-info.js';
 import type { AipErrorDetails, AipProtocolError, ErrorCategory, OperationName } from './types.js';
 
 /** Every failure the connector reports, as the suffix of `connector.hermes_agent.<suffix>`, with its category. */

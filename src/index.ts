@@ -1,7 +1,7 @@
 export { createHermesConnector } from './connector.js';
 export { ConnectorConfigError, type ConfigErrorCode } from './config.js';
 export { FAILURE_CATEGORIES, type FailureCode } from './failures.js';
-export { HERMES_PINNED_REVISION, CONNECTOR_PROFILE, USER_AGENT } from './package-info.js';
+export { HERMES_PINNED_REVISION, CONNECTOR_PROFILE, USER_AGENT } from './internal/package-info.js';
 export type * from './types.js';
 export { OPERATION_NAMES } from './types.js';
 export { createMemoryLedger, createSqliteLedger, createPostgresLedger, AmbiguousEvidenceError } from './ledger/index.js';

@@ -16,7 +16,7 @@ import {
   type TracerProvider,
   type UpDownCounter,
 } from '@opentelemetry/api';
-import { PACKAGE_NAME, PACKAGE_VERSION } from './package-info.js';
+import { PACKAGE_NAME, PACKAGE_VERSION } from './internal/package-info.js';
 
 export interface TelemetryOptions {
   /** Default: the global provider of `@opentelemetry/api` (a no-op until an SDK registers one). */

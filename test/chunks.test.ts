@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { OpenCalls } from '../src/call-scope.js';
+import { OpenCalls } from '../src/transport/call-scope.js';
 import { ChunkPublisher, chunkKindOf } from '../src/chunks.js';
 import { HermesFailure } from '../src/failures.js';
 import type { AipStreamChunk, HermesSseEvent } from '../src/types.js';

@@ -1,6 +1,6 @@
 import { Pool, type Dispatcher } from 'undici';
-import type { Secret } from '../secret.js';
-import { USER_AGENT } from '../package-info.js';
+import type { Secret } from '../internal/secret.js';
+import { USER_AGENT } from '../internal/package-info.js';
 
 /** A `user.custom_tool_result` as the bridge posts it. */
 export interface ToolResultEvent {

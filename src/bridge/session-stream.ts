@@ -1,4 +1,4 @@
-import { SseDecoder, isSseDone } from '../sse.js';
+import { SseDecoder, isSseDone } from '../transport/sse.js';
 import type { HermClient } from './herm-client.js';
 
 export interface SessionStreamOptions {

@@ -2,8 +2,8 @@ import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync, realpathSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { canonicalJson } from '../canonical-json.js';
-import { AIP_VERSION, HERMES_PINNED_REVISION, PACKAGE_NAME, PACKAGE_ROOT, PACKAGE_VERSION } from '../package-info.js';
+import { canonicalJson } from '../internal/canonical-json.js';
+import { AIP_VERSION, HERMES_PINNED_REVISION, PACKAGE_NAME, PACKAGE_ROOT, PACKAGE_VERSION } from '../internal/package-info.js';
 
 /** What a qualification records about the artifacts it ran: the seed's "identities to record". */
 export interface ArtifactIdentities {

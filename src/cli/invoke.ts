@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import type { AipAction, AipStreamChunk, ApprovalGrant, ExecutionContext } from '../index.js';
-import { typedId } from '../ids.js';
+import { typedId } from '../internal/ids.js';
 import { HELP_OPTION, parseCommand, readJsonArgument } from './args.js';
 import { openConnector, loadConfig } from './config.js';
 import { EXIT, UsageError } from './errors.js';

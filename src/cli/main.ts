@@ -6,7 +6,7 @@
  * `fake-model` an OpenAI-compatible fake model for running the real Hermes, `mcp` serves the
  * capabilities as MCP tools. Every error is one line on stderr and a non-zero exit code.
  */
-import { PACKAGE_NAME, PACKAGE_VERSION } from '../package-info.js';
+import { PACKAGE_NAME, PACKAGE_VERSION } from '../internal/package-info.js';
 import { describeError, EXIT, UsageError } from './errors.js';
 import { TOP_HELP } from './help.js';
 import { isNameLike } from './args.js';

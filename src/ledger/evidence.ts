@@ -1,4 +1,4 @@
-import type { CapabilityEntry } from '../registry.js';
+import type { CapabilityEntry } from '../contract/registry.js';
 import type { AipActionResult, ExecutionContext, RunEventsOutput } from '../types.js';
 import { statusOfTerminalEvent } from './run-status.js';
 import type { RunEvidence, RunEvidencePatch } from './types.js';

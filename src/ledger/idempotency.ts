@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { canonicalJson } from '../canonical-json.js';
+import { canonicalJson } from '../internal/canonical-json.js';
 import { HermesFailure } from '../failures.js';
 import type { AipActionResult } from '../types.js';
 import type { IdempotencyRecord, IdempotencyScope, RunLedger } from './types.js';

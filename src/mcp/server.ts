@@ -15,8 +15,8 @@ import {
   type ServerRequest,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from 'pino';
-import { typedId } from '../ids.js';
-import { PACKAGE_NAME, PACKAGE_VERSION } from '../package-info.js';
+import { typedId } from '../internal/ids.js';
+import { PACKAGE_NAME, PACKAGE_VERSION } from '../internal/package-info.js';
 import type { AipAction, AipActionResult, AipStreamChunk, ExecutionContext, HermesConnector } from '../types.js';
 import { askForApproval, REFUSAL_TEXT } from './approval.js';
 import { errorText, toolResult } from './results.js';

@@ -1,8 +1,8 @@
-import { CallScope } from '../call-scope.js';
+import { CallScope } from '../transport/call-scope.js';
 import { HermesFailure } from '../failures.js';
-import { buildHeaders } from '../headers.js';
-import { exchange } from '../http-exchange.js';
-import { failureFromAnswer, isSuccess, jsonBodyOf, jsonReading } from '../http.js';
+import { buildHeaders } from '../transport/headers.js';
+import { exchange } from '../transport/http-exchange.js';
+import { failureFromAnswer, isSuccess, jsonBodyOf, jsonReading } from '../transport/http.js';
 import { endRequestSpan, errorTypeOf } from '../telemetry.js';
 import type { OperationCall, OperationOutcome, Route } from './operation.js';
 

@@ -1,11 +1,11 @@
 import type { Context } from '@opentelemetry/api';
 import type { Logger } from 'pino';
-import type { OpenCalls } from '../call-scope.js';
+import type { OpenCalls } from '../transport/call-scope.js';
 import type { ChunkPublisher } from '../chunks.js';
 import type { ResolvedConfig, ResolvedEndpoint } from '../config.js';
 import { HermesFailure } from '../failures.js';
-import type { EndpointPools } from '../http.js';
-import type { OperationDeclaration } from '../schemas.js';
+import type { EndpointPools } from '../transport/http.js';
+import type { OperationDeclaration } from '../contract/schemas.js';
 import type { Telemetry } from '../telemetry.js';
 import type { AipAction, AipMessagePart, ExecutionContext, OperationName } from '../types.js';
 

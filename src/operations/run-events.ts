@@ -1,11 +1,11 @@
-import { CallScope } from '../call-scope.js';
+import { CallScope } from '../transport/call-scope.js';
 import { HermesFailure } from '../failures.js';
-import { ERROR_CODE_PREFIX } from '../package-info.js';
-import { buildHeaders } from '../headers.js';
-import { failureFromResponse, isEventStreamContentType, isSuccess, sendRequest, transportErrorCode, transportFailure, type ProviderResponse } from '../http.js';
-import { schemaCatalog } from '../schemas.js';
-import { redactText } from '../secret.js';
-import { SseDecoder, isSseDone } from '../sse.js';
+import { ERROR_CODE_PREFIX } from '../internal/package-info.js';
+import { buildHeaders } from '../transport/headers.js';
+import { failureFromResponse, isEventStreamContentType, isSuccess, sendRequest, transportErrorCode, transportFailure, type ProviderResponse } from '../transport/http.js';
+import { schemaCatalog } from '../contract/schemas.js';
+import { redactText } from '../internal/secret.js';
+import { SseDecoder, isSseDone } from '../transport/sse.js';
 import type { HermesSseEvent, RunEventsOutput } from '../types.js';
 import { endRequestSpan, errorTypeOf, StreamTrace } from '../telemetry.js';
 import { checkRunId, runRoute, type Operation, type OperationCall, type OperationOutcome } from './operation.js';

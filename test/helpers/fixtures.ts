@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { expect } from 'vitest';
 import { resolveConfig, type ResolvedEndpoint } from '../../src/config.js';
 import { HermesFailure, type FailureCode } from '../../src/failures.js';
-import { schemaCatalog, type OperationDeclaration } from '../../src/schemas.js';
+import { schemaCatalog, type OperationDeclaration } from '../../src/contract/schemas.js';
 import type { HermesConnectorOptions, HermesEndpointConfig, OperationName } from '../../src/types.js';
 
 /** The project root (test/helpers/../..). */

@@ -1,7 +1,7 @@
-import { canonicalJson } from '../../canonical-json.js';
+import { canonicalJson } from '../../internal/canonical-json.js';
 import type { AipCapability, OperationName } from '../../index.js';
-import { AIP_VERSION, HERMES_PINNED_REVISION } from '../../package-info.js';
-import { describeSchemaErrors, schemaCatalog } from '../../schemas.js';
+import { AIP_VERSION, HERMES_PINNED_REVISION } from '../../internal/package-info.js';
+import { describeSchemaErrors, schemaCatalog } from '../../contract/schemas.js';
 import { sha256 } from '../identities.js';
 import { CheckFailed, type Check } from './types.js';
 

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { RunEvidence } from '../../index.js';
-import { typedId } from '../../ids.js';
+import { typedId } from '../../internal/ids.js';
 import { credentialRevision } from '../identities.js';
 import { describeResult, resultEvidence, type EndpointSession } from './session.js';
 import { CheckFailed, type Check } from './types.js';

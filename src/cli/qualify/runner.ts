@@ -1,5 +1,5 @@
 import type { HermesConnector, RunEventsOutput, RunLedger } from '../../index.js';
-import { typedId } from '../../ids.js';
+import { typedId } from '../../internal/ids.js';
 import type { LoadedEndpoint } from '../config.js';
 import type { CheckRecord, CleanupRecord, EndpointRecord } from '../evidence.js';
 import { credentialRevision } from '../identities.js';

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { AipAction, AipActionResult, ApprovalGrant, ExecutionContext, HermesConnector, OperationName, RunLedger } from '../../index.js';
-import { typedId } from '../../ids.js';
+import { typedId } from '../../internal/ids.js';
 import type { LoadedEndpoint } from '../config.js';
 import { duration } from '../format.js';
 import { CheckFailed, TERMINAL_STATUSES } from './types.js';

@@ -1,5 +1,5 @@
 import type { AipAction } from '../../index.js';
-import { typedId } from '../../ids.js';
+import { typedId } from '../../internal/ids.js';
 import { describeResult, resultEvidence, type EndpointSession } from './session.js';
 import { CheckFailed, type Check } from './types.js';
 

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { inspect } from 'node:util';
 import { pino, type Logger } from 'pino';
 import type { AipAction, AipActionResult, AipStreamChunk, ExecutionContext, HermesConnector, HermesEndpointConfig, OperationName, RunLedger } from '../../index.js';
-import { typedId } from '../../ids.js';
+import { typedId } from '../../internal/ids.js';
 import type { Clock, EvidenceSource } from '../kit/types.js';
 import type { ProxiedRequest, RecordingProxy } from './proxy.js';
 

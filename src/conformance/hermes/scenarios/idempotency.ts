@@ -1,4 +1,4 @@
-import { typedId } from '../../../ids.js';
+import { typedId } from '../../../internal/ids.js';
 import type { ScenarioEvidence } from '../../kit/types.js';
 import { codeOf, outcome, type Harness } from '../harness.js';
 

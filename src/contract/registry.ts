@@ -1,5 +1,5 @@
-import type { ResolvedConfig, ResolvedEndpoint } from './config.js';
-import { MAX_EVENTS_CEILING } from './config.js';
+import type { ResolvedConfig, ResolvedEndpoint } from '../config.js';
+import { MAX_EVENTS_CEILING } from '../config.js';
 import {
   AGENT_ID,
   AIP_VERSION,
@@ -9,9 +9,9 @@ import {
   HERMES_PINNED_REVISION,
   PACKAGE_NAME,
   PACKAGE_VERSION,
-} from './package-info.js';
+} from '../internal/package-info.js';
 import { deepFreeze, schemaCatalog, type OperationSchemas } from './schemas.js';
-import { OPERATION_NAMES, type AipCapability, type AipManifest, type ImplementationSupport, type OperationName } from './types.js';
+import { OPERATION_NAMES, type AipCapability, type AipManifest, type ImplementationSupport, type OperationName } from '../types.js';
 
 export interface CapabilityEntry {
   readonly capability: AipCapability;

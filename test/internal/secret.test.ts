@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { format, inspect } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
-import { resolveConfig } from '../src/config.js';
-import { createHermesConnector } from '../src/connector.js';
-import { Secret } from '../src/secret.js';
-import { LOCAL_BASE_URL } from './helpers/fixtures.js';
+import { resolveConfig } from '../../src/config.js';
+import { createHermesConnector } from '../../src/connector.js';
+import { Secret } from '../../src/internal/secret.js';
+import { LOCAL_BASE_URL } from '../helpers/fixtures.js';
 
 const CANARY = `sk-canary-${randomBytes(12).toString('hex')}`;
 const OTHER_CANARY = `sk-canary-${randomBytes(12).toString('hex')}`;

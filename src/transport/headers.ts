@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import type { ResolvedEndpoint } from './config.js';
-import { HermesFailure } from './failures.js';
-import { USER_AGENT } from './package-info.js';
-import type { AipAction, ExecutionContext } from './types.js';
+import type { ResolvedEndpoint } from '../config.js';
+import { HermesFailure } from '../failures.js';
+import { USER_AGENT } from '../internal/package-info.js';
+import type { AipAction, ExecutionContext } from '../types.js';
 
 const MAX_HEADER_VALUE = 16 * 1024;
 /** Visible ASCII with inner spaces: what survives HTTP unchanged and what Hermes can compare. */

@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { MAX_JSON_DEPTH, MAX_JSON_VALUES, NotPlainJson, plainJsonCopy } from '../src/plain-json.js';
+import { MAX_JSON_DEPTH, MAX_JSON_VALUES, NotPlainJson, plainJsonCopy } from '../../src/internal/plain-json.js';
 
 const SEED = 20261130;
 

@@ -2,8 +2,8 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { ErrorObject, ValidateFunction } from 'ajv';
-import { PACKAGE_ROOT } from './package-info.js';
-import { OPERATION_NAMES, type OperationName } from './types.js';
+import { PACKAGE_ROOT } from '../internal/package-info.js';
+import { OPERATION_NAMES, type OperationName } from '../types.js';
 
 const SCHEMA_BASE = 'https://schemas.aip-connector-hermes-agent.local/';
 

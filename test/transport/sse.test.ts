@@ -1,9 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { HermesFailure } from '../src/failures.js';
-import { SseDecoder, isSseDone, type SseDecoderLimits, type SseItem } from '../src/sse.js';
-import { captureSseBody, captureSseChunks, caught } from './helpers/fixtures.js';
-import { splitAt } from './helpers/split.js';
+import { HermesFailure } from '../../src/failures.js';
+import { SseDecoder, isSseDone, type SseDecoderLimits, type SseItem } from '../../src/transport/sse.js';
+import { captureSseBody, captureSseChunks, caught } from '../helpers/fixtures.js';
+import { splitAt } from '../helpers/split.js';
 
 const ROOMY: SseDecoderLimits = { maxFrameBytes: 1 << 20, maxStreamBytes: 1 << 24 };
 

@@ -1,9 +1,9 @@
-import { canonicalJson } from './canonical-json.js';
-import type { ResolvedEndpoint } from './config.js';
-import { HermesFailure } from './failures.js';
-import { isValidIdempotencyKey } from './headers.js';
+import { canonicalJson } from '../internal/canonical-json.js';
+import type { ResolvedEndpoint } from '../config.js';
+import { HermesFailure } from '../failures.js';
+import { isValidIdempotencyKey } from '../transport/headers.js';
 import type { OperationDeclaration } from './schemas.js';
-import type { AipAction, ApprovalGrant, ExecutionContext } from './types.js';
+import type { AipAction, ApprovalGrant, ExecutionContext } from '../types.js';
 
 /** The contract's approval window; a grant may not outlive it. */
 const DEFAULT_APPROVAL_TTL_MS = 15 * 60 * 1000;

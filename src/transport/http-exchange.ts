@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import type { CallScope } from './call-scope.js';
-import type { ResolvedEndpoint } from './config.js';
+import type { ResolvedEndpoint } from '../config.js';
 import { transportFailure, type EndpointPools, type ProviderRequest, type TransportStage } from './http.js';
 
 /** A response read whole into memory by exchange(). */

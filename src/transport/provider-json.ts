@@ -1,4 +1,4 @@
-import { redactText } from './secret.js';
+import { redactText } from '../internal/secret.js';
 
 /**
  * Provider JSON nested deeper than this is refused: a result holding it could not be serialised

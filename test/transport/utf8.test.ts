@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { StrictUtf8Decoder } from '../src/utf8.js';
-import { caught } from './helpers/fixtures.js';
-import { splitAt } from './helpers/split.js';
+import { StrictUtf8Decoder } from '../../src/transport/utf8.js';
+import { caught } from '../helpers/fixtures.js';
+import { splitAt } from '../helpers/split.js';
 
 const SEED = 20261130;
 

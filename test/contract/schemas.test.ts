@@ -1,9 +1,9 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createHermesConnector } from '../src/connector.js';
-import { schemaCatalog } from '../src/schemas.js';
-import { OPERATION_NAMES, type OperationName } from '../src/types.js';
-import { LOCAL_BASE_URL, PROJECT_ROOT, TEST_API_KEY } from './helpers/fixtures.js';
+import { createHermesConnector } from '../../src/connector.js';
+import { schemaCatalog } from '../../src/contract/schemas.js';
+import { OPERATION_NAMES, type OperationName } from '../../src/types.js';
+import { LOCAL_BASE_URL, PROJECT_ROOT, TEST_API_KEY } from '../helpers/fixtures.js';
 
 const CONTRACTS_DIR = new URL('contracts/', PROJECT_ROOT);
 const catalog = schemaCatalog();

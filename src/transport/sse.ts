@@ -1,8 +1,8 @@
 import { createParser, type EventSourceMessage, type EventSourceParser } from 'eventsource-parser';
-import { HermesFailure } from './failures.js';
+import { HermesFailure } from '../failures.js';
 import { MAX_PROVIDER_JSON_DEPTH, parseProviderJson, type ProviderJsonRefused } from './provider-json.js';
-import { redactText } from './secret.js';
-import type { HermesSseEvent } from './types.js';
+import { redactText } from '../internal/secret.js';
+import type { HermesSseEvent } from '../types.js';
 import { StrictUtf8Decoder, type InvalidUtf8 } from './utf8.js';
 
 /** The `[DONE]` marker among a push's items; every other item is an event as decoded (no wrapper per event). */

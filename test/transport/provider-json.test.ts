@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ProviderJsonRefused, nestedDeeperThan, parseProviderJson } from '../src/provider-json.js';
-import { caught } from './helpers/fixtures.js';
+import { ProviderJsonRefused, nestedDeeperThan, parseProviderJson } from '../../src/transport/provider-json.js';
+import { caught } from '../helpers/fixtures.js';
 
 const SEED = 20261130;
 

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import type { ResolvedEndpoint } from '../src/config.js';
-import { HermesFailure } from '../src/failures.js';
-import { checkContext, checkIdempotencyKeyFormat, enforceGates, type GateInput } from '../src/policy.js';
-import type { AipAction, ApprovalGrant, ExecutionContext, OperationName } from '../src/types.js';
-import { declarationOf, expectFailure, resolvedEndpoint } from './helpers/fixtures.js';
+import type { ResolvedEndpoint } from '../../src/config.js';
+import { HermesFailure } from '../../src/failures.js';
+import { checkContext, checkIdempotencyKeyFormat, enforceGates, type GateInput } from '../../src/contract/policy.js';
+import type { AipAction, ApprovalGrant, ExecutionContext, OperationName } from '../../src/types.js';
+import { declarationOf, expectFailure, resolvedEndpoint } from '../helpers/fixtures.js';
 
 const NOW = 1_800_000_000_000;
 const APPROVAL_OPS: readonly OperationName[] = ['run_approval', 'run_stop'];

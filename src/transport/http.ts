@@ -2,9 +2,9 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { Pool, type Dispatcher } from 'undici';
 import type { CallScope } from './call-scope.js';
 import type { BufferedResponse, ResponseReading } from './http-exchange.js';
-import type { ResolvedEndpoint } from './config.js';
+import type { ResolvedEndpoint } from '../config.js';
 import { MAX_PROVIDER_JSON_DEPTH, parseProviderJson, type ProviderJsonRefused } from './provider-json.js';
-import { HermesFailure, failureFromHttpStatus, parseRetryAfter, providerCodeOf, type ProviderEffect } from './failures.js';
+import { HermesFailure, failureFromHttpStatus, parseRetryAfter, providerCodeOf, type ProviderEffect } from '../failures.js';
 
 export interface ProviderRequest {
   method: 'GET' | 'POST';

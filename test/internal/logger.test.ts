@@ -1,8 +1,8 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterEach, expect, test } from 'vitest';
-import { connectorLogger, invocationLogger } from '../src/logger.js';
-import { grantFor, nextId, script, startHarness, API_KEY, type Harness } from './helpers/harness.js';
+import { connectorLogger, invocationLogger } from '../../src/internal/logger.js';
+import { grantFor, nextId, script, startHarness, API_KEY, type Harness } from '../helpers/harness.js';
 
 let h: Harness | undefined;
 afterEach(async () => {

@@ -1,6 +1,6 @@
 import { getEventListeners, once, setMaxListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { CallScope, OpenCalls, type CallScopeOptions } from '../src/call-scope.js';
+import { CallScope, OpenCalls, type CallScopeOptions } from '../../src/transport/call-scope.js';
 
 const HOUR = 3_600_000;
 

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { buildHeaders, isValidIdempotencyKey, type HeaderSources } from '../src/headers.js';
-import type { AipAction, ExecutionContext } from '../src/types.js';
-import { PACKAGE_VERSION, TEST_API_KEY, expectFailure, resolvedEndpoint } from './helpers/fixtures.js';
-import { providerKeyOf } from './helpers/provider-key.js';
+import { buildHeaders, isValidIdempotencyKey, type HeaderSources } from '../../src/transport/headers.js';
+import type { AipAction, ExecutionContext } from '../../src/types.js';
+import { PACKAGE_VERSION, TEST_API_KEY, expectFailure, resolvedEndpoint } from '../helpers/fixtures.js';
+import { providerKeyOf } from '../helpers/provider-key.js';
 
 const DEADLINE = 1_800_000_123_456;
 

@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-/** The package root: src/ and dist/ both sit directly below it, so this resolves the same from either. */
-export const PACKAGE_ROOT = fileURLToPath(new URL('..', import.meta.url));
+/** The package root: src/ and dist/ both sit directly below it (this file is in their internal/), so this resolves the same from either. */
+export const PACKAGE_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-const packageJson = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+const packageJson = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
   name: string;
   version: string;
 };
