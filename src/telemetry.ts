@@ -16,6 +16,7 @@ import {
   type TracerProvider,
   type UpDownCounter,
 } from '@opentelemetry/api';
+import { KNOWN_EVENT_KINDS } from './contract/hermes-vocabulary.js';
 import { PACKAGE_NAME, PACKAGE_VERSION } from './internal/package-info.js';
 
 export interface TelemetryOptions {
@@ -193,18 +194,6 @@ export class InvocationTrace {
   }
 }
 
-/** Event kinds counted by name in `hermes.run_events.events`; any other is `other`, so the attribute stays a bounded set. */
-const COUNTED_EVENT_KINDS: ReadonlySet<string> = new Set([
-  'message.delta',
-  'reasoning.available',
-  'tool.started',
-  'tool.completed',
-  'approval.request',
-  'approval.responded',
-  'run.completed',
-  'run.failed',
-  'run.cancelled',
-]);
 
 /**
  * What an event stream records on its CLIENT span: span events for the first event, every
@@ -228,12 +217,13 @@ export class StreamTrace {
     if (terminal) this.#span.addEvent('hermes.event.terminal', { 'hermes.event.name': name });
   }
 
+  /** Counts the events by kind (any kind Hermes does not document is `other`, so the attribute stays a bounded set). */
   finish(events: ReadonlyArray<{ event: string }>): void {
     if (this.recording) this.#span.setAttribute('hermes.run_events.count', events.length);
     if (events.length === 0) return;
     const byKind = new Map<string, number>();
     for (const { event } of events) {
-      const kind = COUNTED_EVENT_KINDS.has(event) ? event : 'other';
+      const kind = KNOWN_EVENT_KINDS.has(event) ? event : 'other';
       byKind.set(kind, (byKind.get(kind) ?? 0) + 1);
     }
     for (const [kind, count] of byKind) this.#telemetry.runEvents.add(count, { 'hermes.event.kind': kind });

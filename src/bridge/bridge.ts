@@ -5,7 +5,7 @@ import type { Dispatcher } from 'undici';
 import { ConnectorConfigError, isRunLedger } from '../config.js';
 import { typedId } from '../internal/ids.js';
 import { createMemoryLedger } from '../ledger/memory.js';
-import { TERMINAL_STATUSES } from '../ledger/run-status.js';
+import { TERMINAL_STATUSES } from '../contract/hermes-vocabulary.js';
 import type { BridgeJob, BridgeJobPatch, RunLedger } from '../ledger/types.js';
 import { connectorLogger } from '../internal/logger.js';
 import { Secret } from '../internal/secret.js';

@@ -1,10 +1,5 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
-import { UsageError } from './errors.js';
-import { fileErrorText } from './args.js';
 import type { ArtifactIdentities } from './identities.js';
 import type { CheckId } from './qualify/types.js';
-import { renderReport } from './report-html.js';
 
 export const EVIDENCE_SCHEMA_ID = 'https://schemas.aip-connector-hermes-agent.local/qualification/evidence.schema.json';
 
@@ -70,24 +65,4 @@ export interface QualificationEvidence {
   };
   endpoints: EndpointRecord[];
   summary: { endpoints: number; checks: number; passed: number; failed: number };
-}
-
-export interface WrittenEvidence {
-  evidencePath: string;
-  reportPath: string;
-}
-
-/** Writes evidence.json and report.html into `dir` (created if needed). */
-export function writeEvidence(dir: string, evidence: QualificationEvidence): WrittenEvidence {
-  const folder = resolve(dir);
-  const evidencePath = join(folder, 'evidence.json');
-  const reportPath = join(folder, 'report.html');
-  try {
-    mkdirSync(folder, { recursive: true });
-    writeFileSync(evidencePath, `${JSON.stringify(evidence, null, 2)}\n`);
-    writeFileSync(reportPath, renderReport(evidence));
-  } catch (error) {
-    throw new UsageError(`cannot write the evidence to ${folder}: ${fileErrorText(error)}`);
-  }
-  return { evidencePath, reportPath };
 }

@@ -33,11 +33,6 @@ export function contractsDigest(root: string = PACKAGE_ROOT): string {
   return `sha256:${sha256(canonicalJson(contracts))}`;
 }
 
-/** The first 12 hex digits of SHA-256 of the key: which credential was used, never the credential. */
-export function credentialRevision(apiKey: string): string {
-  return sha256(apiKey).slice(0, 12);
-}
-
 export function sha256(text: string): string {
   return createHash('sha256').update(text).digest('hex');
 }

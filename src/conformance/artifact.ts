@@ -1,10 +1,5 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
-import { fileErrorText } from '../cli/args.js';
-import { UsageError } from '../cli/errors.js';
 import type { ArtifactIdentities } from '../cli/identities.js';
 import type { BehaviourCheck, EvidenceSource, StaticCheck } from './kit/types.js';
-import { renderConformanceReport } from './report-html.js';
 
 export const CONFORMANCE_SCHEMA_ID = 'https://schemas.aip-connector-hermes-agent.local/conformance/conformance.schema.json';
 
@@ -53,19 +48,4 @@ export function summarize(endpoints: EndpointConformance[]): ConformanceArtifact
     not_applicable: count('not_applicable'),
     static_findings: endpoints.flatMap((endpoint) => endpoint.static_checks).reduce((total, check) => total + check.findings.length, 0),
   };
-}
-
-/** Writes conformance.json and conformance.html into `dir` (created if needed). */
-export function writeConformance(dir: string, artifact: ConformanceArtifact): { jsonPath: string; htmlPath: string } {
-  const folder = resolve(dir);
-  const jsonPath = join(folder, 'conformance.json');
-  const htmlPath = join(folder, 'conformance.html');
-  try {
-    mkdirSync(folder, { recursive: true });
-    writeFileSync(jsonPath, `${JSON.stringify(artifact, null, 2)}\n`);
-    writeFileSync(htmlPath, renderConformanceReport(artifact));
-  } catch (error) {
-    throw new UsageError(`cannot write the conformance artifact to ${folder}: ${fileErrorText(error)}`);
-  }
-  return { jsonPath, htmlPath };
 }

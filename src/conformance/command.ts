@@ -5,9 +5,12 @@ import { loadConfig, type LoadedEndpoint } from '../cli/config.js';
 import { EXIT, UsageError } from '../cli/errors.js';
 import { duration } from '../cli/format.js';
 import { CONFORMANCE_HELP } from '../cli/help.js';
-import { artifactIdentities, credentialRevision } from '../cli/identities.js';
+import { credentialRevision } from '../config.js';
+import { artifactIdentities } from '../cli/identities.js';
 import { startHermesSimulator, type HermesSimulator } from '../simulator/index.js';
-import { CONFORMANCE_SCHEMA_ID, STATIC_CHECKS_READING, summarize, writeConformance, type ConformanceArtifact, type EndpointConformance } from './artifact.js';
+import { jsonDocument, writeArtifacts } from '../cli/artifacts.js';
+import { renderConformanceReport } from './report-html.js';
+import { CONFORMANCE_SCHEMA_ID, STATIC_CHECKS_READING, summarize, type ConformanceArtifact, type EndpointConformance } from './artifact.js';
 import { createHermesDriver } from './hermes/driver.js';
 import type { ProviderAccess, RunBodies } from './hermes/harness.js';
 import { runBodies } from './hermes/run-bodies.js';
@@ -82,8 +85,12 @@ export async function conformanceCommand(args: string[]): Promise<number> {
     `\nConformance ${artifact.result.toUpperCase()}: ${summary.passed} passed, ${summary.not_applicable} not applicable, ${summary.failed} failed of ${summary.checks} checks; ${summary.static_findings} static finding(s) reported; ${duration(artifact.duration_ms)}\n`,
   );
   if (values.out !== undefined) {
-    const written = writeConformance(values.out, artifact);
-    process.stdout.write(`Artifact: ${written.jsonPath}\nReport:   ${written.htmlPath}\n`);
+    const [jsonPath, htmlPath] = writeArtifacts(
+      values.out,
+      [['conformance.json', jsonDocument(artifact)], ['conformance.html', renderConformanceReport(artifact)]],
+      'the conformance artifact',
+    );
+    process.stdout.write(`Artifact: ${jsonPath}\nReport:   ${htmlPath}\n`);
   }
   return artifact.result === 'passed' ? EXIT.ok : EXIT.failed;
 }

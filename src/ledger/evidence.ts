@@ -1,6 +1,6 @@
 import type { CapabilityEntry } from '../contract/registry.js';
 import type { AipActionResult, ExecutionContext, RunEventsOutput } from '../types.js';
-import { statusOfTerminalEvent } from './run-status.js';
+import { statusOfTerminalEvent } from '../contract/hermes-vocabulary.js';
 import type { RunEvidence, RunEvidencePatch } from './types.js';
 
 /** evidence() without a tenant found an id that several tenants bound: the caller must say whose. */

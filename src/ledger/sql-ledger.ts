@@ -1,7 +1,7 @@
 import type { AipActionResult } from '../types.js';
 import { pickEvidence } from './evidence.js';
 import { tenantScope } from './migrations.js';
-import { TERMINAL_STATUSES } from './run-status.js';
+import { TERMINAL_STATUSES } from '../contract/hermes-vocabulary.js';
 import type { BridgeJob, ClaimRequest, GrantUse, IdempotencyRecord, IdempotencyScope, RunEvidence, RunLedger } from './types.js';
 
 export type SqlRow = Record<string, unknown>;

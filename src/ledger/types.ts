@@ -1,4 +1,4 @@
-import type { AipActionResult } from '../types.js';
+import type { AipActionResult } from '../contract/aip.js';
 
 /** What the connector keeps about a run it started: the evidence Hermes itself forgets. */
 export interface RunEvidence {

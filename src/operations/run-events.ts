@@ -3,6 +3,7 @@ import { HermesFailure } from '../failures.js';
 import { ERROR_CODE_PREFIX } from '../internal/package-info.js';
 import { buildHeaders } from '../transport/headers.js';
 import { failureFromResponse, isEventStreamContentType, isSuccess, sendRequest, transportErrorCode, transportFailure, type ProviderResponse } from '../transport/http.js';
+import { TERMINAL_EVENTS } from '../contract/hermes-vocabulary.js';
 import { schemaCatalog } from '../contract/schemas.js';
 import { redactText } from '../internal/secret.js';
 import { SseDecoder, isSseDone } from '../transport/sse.js';
@@ -16,7 +17,6 @@ export interface RunEventsInput {
   max_events?: number;
 }
 
-const TERMINAL_EVENTS = new Set(['run.completed', 'run.failed', 'run.cancelled']);
 /** Hermes looks for the run's stream for about a second before it answers; anything past this is a dead peer. */
 const SSE_HEADERS_TIMEOUT_MS = 30_000;
 

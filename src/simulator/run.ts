@@ -32,7 +32,7 @@ interface PendingApproval {
 }
 
 let approvalSequence = 0;
-const TERMINAL_EVENTS: ReadonlySet<string> = new Set(['run.completed', 'run.failed', 'run.cancelled']);
+export const TERMINAL_EVENTS: ReadonlySet<string> = new Set(['run.completed', 'run.failed', 'run.cancelled']);
 
 /**
  * Where an event goes. At the pin, `message.delta`, `approval.request` and `run.*`

@@ -2,15 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import type { CallScope } from './call-scope.js';
 import type { ResolvedEndpoint } from '../config.js';
-import { transportFailure, type EndpointPools, type ProviderRequest, type TransportStage } from './http.js';
-
-/** A response read whole into memory by exchange(). */
-export interface BufferedResponse {
-  statusCode: number;
-  headers: IncomingHttpHeaders;
-  /** The body; undefined when it was not read: refused by the body limit (0), or larger than it. */
-  body: Buffer | undefined;
-}
+import { transportFailure, type BufferedResponse, type EndpointPools, type ProviderRequest, type ResponseReading, type TransportStage } from './http.js';
 
 /**
  * Sends one request and reads its whole answer into memory, for the JSON operations.
@@ -48,13 +40,6 @@ export function exchange(
       handler.onResponseError(undefined, error as Error);
     }
   });
-}
-
-export interface ResponseReading {
-  /** How many body bytes to read for this status and these headers; 0 reads none. */
-  bodyLimit(statusCode: number, headers: IncomingHttpHeaders): number;
-  /** Called once the final status is known, before the body is read. */
-  onStatus(statusCode: number): void;
 }
 
 class BufferingHandler implements Dispatcher.DispatchHandler {

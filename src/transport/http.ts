@@ -1,7 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { Pool, type Dispatcher } from 'undici';
 import type { CallScope } from './call-scope.js';
-import type { BufferedResponse, ResponseReading } from './http-exchange.js';
 import type { ResolvedEndpoint } from '../config.js';
 import { MAX_PROVIDER_JSON_DEPTH, parseProviderJson, type ProviderJsonRefused } from './provider-json.js';
 import { HermesFailure, failureFromHttpStatus, parseRetryAfter, providerCodeOf, type ProviderEffect } from '../failures.js';
@@ -17,6 +16,21 @@ export interface ProviderRequest {
 }
 
 export type ProviderResponse = Dispatcher.ResponseData;
+
+/** A response read whole into memory by exchange(). */
+export interface BufferedResponse {
+  statusCode: number;
+  headers: IncomingHttpHeaders;
+  /** The body; undefined when it was not read: refused by the body limit (0), or larger than it. */
+  body: Buffer | undefined;
+}
+
+export interface ResponseReading {
+  /** How many body bytes to read for this status and these headers; 0 reads none. */
+  bodyLimit(statusCode: number, headers: IncomingHttpHeaders): number;
+  /** Called once the final status is known, before the body is read. */
+  onStatus(statusCode: number): void;
+}
 
 const CONNECT_TIMEOUT_MS = 10_000;
 const UTF8 = new TextDecoder('utf-8', { fatal: true });

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { CheckFailed, TERMINAL_STATUSES, type CheckEvidence } from './types.js';
+import { CheckFailed, type CheckEvidence } from './types.js';
+import { TERMINAL_STATUSES } from '../../contract/hermes-vocabulary.js';
 import { resultEvidence, describeResult, type EndpointSession } from './session.js';
 
 /** How long the last look at the other runs may take once the check's own deadline has passed. */

@@ -6,7 +6,9 @@ import { startHermesSimulator, type HermesSimulator } from '../../simulator/inde
 import { HELP_OPTION, fileErrorText, integerOption, parseCommand } from '../args.js';
 import { openConnector, describeLedger, loadConfig } from '../config.js';
 import { EXIT, UsageError } from '../errors.js';
-import { EVIDENCE_SCHEMA_ID, writeEvidence, type EndpointRecord, type PromptRecord, type QualificationEvidence } from '../evidence.js';
+import { jsonDocument, writeArtifacts } from '../artifacts.js';
+import { renderReport } from '../report-html.js';
+import { EVIDENCE_SCHEMA_ID, type EndpointRecord, type PromptRecord, type QualificationEvidence } from '../evidence.js';
 import { QUALIFY_HELP } from '../help.js';
 import { artifactIdentities, sha256 } from '../identities.js';
 import { createProgress } from '../progress.js';
@@ -141,8 +143,8 @@ export async function qualifyCommand(args: string[]): Promise<number> {
     `\nQualification ${verdict}: ${passed}/${checks.length} checks passed on ${endpoints.length} endpoint${endpoints.length === 1 ? '' : 's'} in ${duration(evidence.duration_ms)}\n`,
   );
   if (values.out !== undefined) {
-    const written = writeEvidence(values.out, evidence);
-    process.stdout.write(`Evidence: ${written.evidencePath}\nReport:   ${written.reportPath}\n`);
+    const [evidencePath, reportPath] = writeArtifacts(values.out, [['evidence.json', jsonDocument(evidence)], ['report.html', renderReport(evidence)]], 'the evidence');
+    process.stdout.write(`Evidence: ${evidencePath}\nReport:   ${reportPath}\n`);
   }
   if (evidence.result === 'interrupted') return EXIT.interrupted;
   return evidence.result === 'passed' ? EXIT.ok : EXIT.failed;

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { RunEvidence } from '../../index.js';
 import { typedId } from '../../internal/ids.js';
-import { credentialRevision } from '../identities.js';
+import { credentialRevision } from '../../config.js';
 import { describeResult, resultEvidence, type EndpointSession } from './session.js';
 import { CheckFailed, type Check } from './types.js';
 

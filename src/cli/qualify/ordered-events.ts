@@ -1,9 +1,10 @@
 import type { AipStreamChunk, RunEventsOutput } from '../../index.js';
 import { duration } from '../format.js';
 import { describeResult, resultEvidence } from './session.js';
-import { CheckFailed, TERMINAL_EVENTS, type Check } from './types.js';
+import { CheckFailed, type Check } from './types.js';
+import { TERMINAL_EVENTS } from '../../contract/hermes-vocabulary.js';
 
-const TERMINAL_LIST = TERMINAL_EVENTS.join(', ');
+const TERMINAL_LIST = [...TERMINAL_EVENTS].join(', ');
 
 /** (3) The single event consumer of a run sees ordered frames and a terminal event. */
 export const orderedEvents: Check = {
@@ -53,7 +54,7 @@ export const orderedEvents: Check = {
     }
     evidence['terminal_event'] = output.terminal_event;
     const last = events[events.length - 1]?.event;
-    if (!output.terminal_event || !TERMINAL_EVENTS.includes(output.terminal_event) || last !== output.terminal_event) {
+    if (!output.terminal_event || !TERMINAL_EVENTS.has(output.terminal_event) || last !== output.terminal_event) {
       throw new CheckFailed(`the stream's terminal event ${String(output.terminal_event)} is not its last event (${String(last)})`);
     }
   },

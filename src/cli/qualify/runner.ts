@@ -2,11 +2,12 @@ import type { HermesConnector, RunEventsOutput, RunLedger } from '../../index.js
 import { typedId } from '../../internal/ids.js';
 import type { LoadedEndpoint } from '../config.js';
 import type { CheckRecord, CleanupRecord, EndpointRecord } from '../evidence.js';
-import { credentialRevision } from '../identities.js';
+import { credentialRevision } from '../../config.js';
 import type { Progress } from '../progress.js';
 import { CHECKS } from './index.js';
 import { EndpointSession, describeResult, type QualifySettings } from './session.js';
-import { CheckFailed, TERMINAL_STATUSES, type Check } from './types.js';
+import { CheckFailed, type Check } from './types.js';
+import { TERMINAL_STATUSES } from '../../contract/hermes-vocabulary.js';
 
 /** Cleanup (stop what is active, drain unread queues) gets at most this long per endpoint. */
 const CLEANUP_MS = 15_000;

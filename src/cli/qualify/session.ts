@@ -3,7 +3,8 @@ import type { AipAction, AipActionResult, ApprovalGrant, ExecutionContext, Herme
 import { typedId } from '../../internal/ids.js';
 import type { LoadedEndpoint } from '../config.js';
 import { duration } from '../format.js';
-import { CheckFailed, TERMINAL_STATUSES } from './types.js';
+import { CheckFailed } from './check-failed.js';
+import { TERMINAL_STATUSES } from '../../contract/hermes-vocabulary.js';
 
 /** Run bodies for the simulator: `sim_script` makes every run deterministic (a real Hermes ignores the field). */
 export interface SimulatorScripts {

@@ -1,5 +1,6 @@
 import { describeResult, resultEvidence } from './session.js';
-import { CheckFailed, TERMINAL_STATUSES, type Check } from './types.js';
+import { CheckFailed, type Check } from './types.js';
+import { TERMINAL_STATUSES } from '../../contract/hermes-vocabulary.js';
 
 const ACTIVE = new Set(['running', 'waiting_for_approval']);
 

@@ -27,14 +27,4 @@ export interface Check {
   run(session: EndpointSession, evidence: CheckEvidence): Promise<void>;
 }
 
-/** A check's verdict: the reason is one sentence an operator can act on. */
-export class CheckFailed extends Error {
-  constructor(reason: string) {
-    super(reason);
-    this.name = 'CheckFailed';
-  }
-}
-
-/** The statuses after which Hermes does no more work on a run (`interrupted` is the later profile's restart loss). */
-export const TERMINAL_STATUSES: ReadonlySet<string> = new Set(['completed', 'failed', 'cancelled', 'interrupted']);
-export const TERMINAL_EVENTS: readonly string[] = ['run.completed', 'run.failed', 'run.cancelled'];
+export { CheckFailed } from './check-failed.js';

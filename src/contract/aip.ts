@@ -1,0 +1,134 @@
+/** AIP wire objects as this connector speaks them (AIP's snake_case), and Hermes' run event shapes. */
+
+/** The five Hermes run operations published for every endpoint. */
+export const OPERATION_NAMES = ['run_start', 'run_status', 'run_events', 'run_approval', 'run_stop'] as const;
+export type OperationName = (typeof OPERATION_NAMES)[number];
+
+export interface AipAction {
+  id: string;
+  capability_id: string;
+  input: unknown;
+  idempotency_key?: string;
+  delegation_chain?: unknown[];
+  [field: string]: unknown;
+}
+
+export type AipResultStatus = 'completed' | 'failed' | 'cancelled' | 'pending_approval' | 'requires_human';
+
+export type ErrorCategory = 'temporary' | 'permanent' | 'auth' | 'policy' | 'economic' | 'connector' | 'transport';
+
+export interface AipErrorDetails {
+  endpoint_id?: string;
+  operation?: string;
+  uncertain_outcome: boolean;
+  remote_status?: number;
+  provider_code?: string;
+  [field: string]: unknown;
+}
+
+export interface AipProtocolError {
+  code: string;
+  message: string;
+  category: ErrorCategory;
+  retryable: boolean;
+  retry_after_ms?: number;
+  details?: AipErrorDetails;
+  source?: { component: string };
+}
+
+export type AipMessagePart = { type: 'text'; text: string } | { type: 'json'; data: unknown };
+
+export interface AipReceipt {
+  receipt_id: string;
+  capability_id: string;
+  endpoint_id: string;
+  operation: OperationName;
+  http_status?: number;
+  idempotency_key?: string;
+  started_at: string;
+  completed_at: string;
+  [field: string]: unknown;
+}
+
+export interface AipActionResult {
+  action_id: string;
+  status: AipResultStatus;
+  output?: unknown;
+  message?: AipMessagePart[];
+  receipt?: AipReceipt;
+  error?: AipProtocolError;
+}
+
+export type AipStreamChunkKind = 'data' | 'progress' | 'tool' | 'thought' | 'preview' | 'pending_approval' | 'error' | 'done';
+
+export interface AipStreamChunk {
+  action_id: string;
+  sequence: number;
+  kind: AipStreamChunkKind;
+  data?: unknown;
+  part?: AipMessagePart;
+}
+
+export interface HermesSseEvent {
+  event: string;
+  data: Record<string, unknown>;
+  id?: string;
+}
+
+export interface RunEventsOutput {
+  endpoint_id: string;
+  operation: 'run_events';
+  http_status: number;
+  events: HermesSseEvent[];
+  text: string;
+  terminal: boolean;
+  terminal_event?: string;
+  truncated?: boolean;
+  reconciliation?: { http_status: number | null; status?: Record<string, unknown>; error_code?: string };
+}
+
+export interface AipCapabilityBinding {
+  profile: string;
+  endpoint_id: string;
+  operation: OperationName;
+  method: 'GET' | 'POST';
+  path: string;
+  streaming: boolean;
+}
+
+export interface AipCapability {
+  id: string;
+  name: string;
+  kind: 'workflow';
+  description: string;
+  input_schema: Record<string, unknown>;
+  output_schema: Record<string, unknown>;
+  risk: 'low' | 'medium' | 'high' | 'critical';
+  stability: 'stable';
+  auth: { scheme: 'bearer'; source: 'endpoint.api_key' };
+  bindings: AipCapabilityBinding[];
+  requires_human_approval: boolean;
+  contract: Record<string, unknown>;
+}
+
+export interface AipManifest {
+  manifest_version: string;
+  agent: { id: string; kind: 'agent'; display_name: string };
+  profiles: string[];
+  capabilities: AipCapability[];
+  security: Record<string, unknown>;
+  limits: Record<string, unknown>;
+  compatibility: Record<string, unknown>;
+}
+
+export interface ImplementationSupport {
+  invocation: boolean;
+  cancellation: boolean;
+  streaming: boolean;
+  retry: boolean;
+  transaction: boolean;
+  reconciliation: boolean;
+  compensation: boolean;
+  approval: boolean;
+  credentials: boolean;
+}
