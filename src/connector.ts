@@ -8,7 +8,6 @@ import { resolveConfig, type ResolvedConfig } from './config.js';
 import { HermesFailure, toProtocolError } from './failures.js';
 import { EndpointPools } from './transport/http.js';
 import { typedId } from './internal/ids.js';
-import { bindingOf, patchOf } from './ledger/evidence.js';
 import { IdempotencyGuard } from './ledger/idempotency.js';
 import { instrumentLedger } from './ledger/instrumented.js';
 import { createMemoryLedger } from './ledger/memory.js';
@@ -292,14 +291,12 @@ async function dispatch(deps: PipelineDeps, admitted: AdmittedAction): Promise<A
 
 /** Binds a started run to its action, and updates a bound run from what a later result says. */
 async function keepEvidence(deps: PipelineDeps, { entry, action, input, context, logger }: AdmittedAction, result: AipActionResult): Promise<void> {
-  const now = deps.config.now();
+  const operation = OPERATIONS[entry.operation];
+  const source = { endpoint: entry.endpoint, capabilityId: entry.capability.id, actionId: action.id, input, context, result, now: deps.config.now() };
   try {
-    const binding = bindingOf(entry, action.id, input, context, result, now);
-    if (binding) {
-      await deps.ledger.recordRun(binding);
-      return;
-    }
-    const patch = patchOf(entry, result, now);
+    const binding = operation.bindRun?.(source);
+    if (binding) await deps.ledger.recordRun(binding);
+    const patch = operation.learnAboutRun?.(source);
     const run = { run_id: (input as { run_id: string }).run_id, endpoint_id: entry.endpoint.id, tenant_id: context.tenantId ?? null };
     if (patch) await deps.ledger.updateRun(run, patch);
   } catch (error) {
@@ -480,7 +477,7 @@ async function stopActionFor(deps: PipelineDeps, action: unknown, context: Execu
 async function runIdToStop(deps: PipelineDeps, entry: CapabilityEntry, action: Partial<AipAction> | null, tenantId: string | undefined): Promise<string | undefined> {
   const runId = (action?.input as { run_id?: unknown } | null | undefined)?.run_id;
   if (typeof runId === 'string') return runId;
-  if (entry.operation !== 'run_start' || typeof action?.id !== 'string') return undefined;
+  if (OPERATIONS[entry.operation].bindRun === undefined || typeof action?.id !== 'string') return undefined;
   try {
     // A replayed start has no binding of its own: its idempotency record names the action that started the run.
     const record =

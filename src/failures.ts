@@ -1,5 +1,6 @@
 import { ERROR_CODE_PREFIX } from './internal/package-info.js';
 import type { AipErrorDetails, AipProtocolError, ErrorCategory, OperationName } from './types.js';
+import { isReadContract, schemaCatalog } from './contract/schemas.js';
 
 /** Every failure the connector reports, as the suffix of `connector.hermes_agent.<suffix>`, with its category. */
 export const FAILURE_CATEGORIES = {
@@ -70,13 +71,13 @@ export class HermesFailure extends Error {
   }
 }
 
-const READ_OPERATIONS: ReadonlySet<OperationName> = new Set(['run_status', 'run_events']);
 const NOT_RETRYABLE_EVEN_FOR_READS: ReadonlySet<FailureCode> = new Set(['cancelled', 'deadline_exceeded']);
 /** Failures where the provider certainly was not asked, and asking again later may work. */
 const RETRYABLE_FOR_EVERY_OPERATION: ReadonlySet<FailureCode> = new Set(['rate_limited', 'ledger_unavailable']);
 
+/** An operation whose contract declares no `write` side effect: retrying it is safe, and its outcome is never uncertain. */
 export function isReadOperation(operation: OperationName): boolean {
-  return READ_OPERATIONS.has(operation);
+  return isReadContract(schemaCatalog().operations[operation].declaration.contract);
 }
 
 /** The one place that decides `retryable` and `uncertain_outcome`. */

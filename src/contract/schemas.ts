@@ -16,6 +16,11 @@ export interface OperationDeclaration {
   contract: ContractData;
 }
 
+/** A contract is a read when it declares no `write` side effect (the facts every read rule derives from). */
+export function isReadContract(contract: { side_effects: readonly string[] }): boolean {
+  return !contract.side_effects.includes('write');
+}
+
 export interface ContractData {
   side_effects: string[];
   idempotency: { requirement: 'required' | 'optional' | 'unsupported'; ttl_ms?: number };

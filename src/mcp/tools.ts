@@ -1,4 +1,5 @@
 import type { AipCapability, OperationName } from '../types.js';
+import { isReadContract } from '../contract/schemas.js';
 
 /** One connector capability published as one MCP tool. */
 export interface HermesTool {
@@ -168,7 +169,7 @@ function publishable(schema: Record<string, unknown>): Record<string, unknown> &
 function annotationsFrom(title: string, contract: ContractView): ToolDefinition['annotations'] {
   return {
     title,
-    readOnlyHint: !contract.side_effects.includes('write'),
+    readOnlyHint: isReadContract(contract),
     destructiveHint: contract.approval?.required === true,
     idempotentHint: contract.execution.retry_safety === 'safe',
     openWorldHint: contract.side_effects.includes('external_network'),

@@ -7,7 +7,8 @@ import { HermesFailure } from '../failures.js';
 import type { EndpointPools } from '../transport/http.js';
 import type { OperationDeclaration } from '../contract/schemas.js';
 import type { Telemetry } from '../telemetry.js';
-import type { AipAction, AipMessagePart, ExecutionContext, OperationName } from '../types.js';
+import type { RunEvidence, RunEvidencePatch } from '../ledger/types.js';
+import type { AipAction, AipActionResult, AipMessagePart, ExecutionContext, OperationName } from '../types.js';
 
 /** Everything an operation needs for one invocation, after every gate has passed. */
 export interface OperationCall<Input = Record<string, unknown>> {
@@ -39,11 +40,26 @@ export interface OperationOutcome {
   failure?: HermesFailure;
 }
 
+/** What the connector knows about the invocation whose result keeps evidence. */
+export interface EvidenceSource<Input> {
+  readonly endpoint: ResolvedEndpoint;
+  readonly capabilityId: string;
+  readonly actionId: string;
+  readonly input: Input;
+  readonly context: ExecutionContext;
+  readonly result: AipActionResult;
+  readonly now: number;
+}
+
 export interface Operation<Input = Record<string, unknown>> {
   readonly name: OperationName;
   /** Checks that JSON Schema cannot express; throws `invalid_input`. */
   checkInput?(input: Input): void;
   execute(call: OperationCall<Input>): Promise<OperationOutcome>;
+  /** An operation that starts a run: the binding its successful result creates. */
+  bindRun?(source: EvidenceSource<Input>): RunEvidence | undefined;
+  /** An operation on a bound run (`input.run_id`): what its result teaches about that run. */
+  learnAboutRun?(source: EvidenceSource<Input>): RunEvidencePatch | undefined;
 }
 
 const MAX_RUN_ID_BYTES = 512;

@@ -3,7 +3,8 @@ import { HermesFailure } from '../failures.js';
 import { ERROR_CODE_PREFIX } from '../internal/package-info.js';
 import { buildHeaders } from '../transport/headers.js';
 import { failureFromResponse, isEventStreamContentType, isSuccess, sendRequest, transportErrorCode, transportFailure, type ProviderResponse } from '../transport/http.js';
-import { TERMINAL_EVENTS } from '../contract/hermes-vocabulary.js';
+import { statusOfTerminalEvent, TERMINAL_EVENTS } from '../contract/hermes-vocabulary.js';
+import type { RunEvidencePatch } from '../ledger/types.js';
 import { schemaCatalog } from '../contract/schemas.js';
 import { redactText } from '../internal/secret.js';
 import { SseDecoder, isSseDone } from '../transport/sse.js';
@@ -68,7 +69,20 @@ export const runEvents: Operation<RunEventsInput> = {
     endRequestSpan(span, statusCode, end.kind === 'broken' ? (end.transportCode ?? 'stream_incomplete') : undefined);
     return settle(call, output, end);
   },
+  learnAboutRun: ({ result, now }) => eventsPatch(result.output as RunEventsOutput | undefined, now),
 };
+
+/** The stream's terminal event, else what its reconciliation read found (a 404: evidence lost). */
+function eventsPatch(output: RunEventsOutput | undefined, now: number): RunEvidencePatch | undefined {
+  if (!output) return undefined;
+  if (output.terminal_event) {
+    return { updated_at: now, terminal_event: output.terminal_event, last_status: statusOfTerminalEvent(output.terminal_event) };
+  }
+  const reconciled = output.reconciliation;
+  if (reconciled?.http_status === 404) return { updated_at: now, evidence_lost: true };
+  const status = reconciled?.status?.status;
+  return typeof status === 'string' ? { updated_at: now, last_status: status } : undefined;
+}
 
 async function readStream(call: OperationCall<RunEventsInput>, response: ProviderResponse, output: RunEventsOutput, scope: CallScope, trace: StreamTrace): Promise<StreamEnd> {
   if (!isEventStreamContentType(response.headers['content-type'])) {

@@ -1,3 +1,4 @@
+import { ERROR_CODE_PREFIX } from '../internal/package-info.js';
 import { callJson } from './json-call.js';
 import { checkRunId, runRoute, type Operation } from './operation.js';
 
@@ -10,4 +11,10 @@ export const runStatus: Operation<RunIdInput> = {
   name: 'run_status',
   checkInput: ({ run_id }) => checkRunId(run_id),
   execute: (call) => callJson(call, { method: 'GET', route: runRoute(call.input.run_id, '') }),
+  learnAboutRun({ result, now }) {
+    if (result.status === 'completed') return { updated_at: now, last_status: (result.output as { status: string }).status };
+    // Hermes no longer knows the run: retention expiry or a restart, never "did not run".
+    if (result.error?.code === `${ERROR_CODE_PREFIX}not_found`) return { updated_at: now, evidence_lost: true };
+    return undefined;
+  },
 };
