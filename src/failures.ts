@@ -2,35 +2,52 @@ import { ERROR_CODE_PREFIX } from './internal/package-info.js';
 import type { AipErrorDetails, AipProtocolError, ErrorCategory, OperationName } from './types.js';
 import { isReadContract, schemaCatalog } from './contract/schemas.js';
 
-/** Every failure the connector reports, as the suffix of `connector.hermes_agent.<suffix>`, with its category. */
-export const FAILURE_CATEGORIES = {
-  invalid_input: 'permanent',
-  unsupported_capability: 'permanent',
-  idempotency_key_required: 'permanent',
-  approval_required: 'policy',
-  tenant_mismatch: 'auth',
-  missing_credential: 'auth',
-  deadline_exceeded: 'temporary',
-  cancelled: 'temporary',
-  authentication: 'auth',
-  not_found: 'permanent',
-  conflict: 'permanent',
-  rate_limited: 'temporary',
-  remote_rejected: 'permanent',
-  remote_temporary: 'temporary',
-  transport: 'transport',
-  invalid_response: 'connector',
-  stream_failed: 'connector',
-  stream_truncated: 'connector',
-  stream_incomplete: 'connector',
-  stream_publication: 'connector',
-  idempotency_conflict: 'permanent',
-  outcome_unknown: 'connector',
-  ledger_unavailable: 'temporary',
-  internal: 'connector',
-} as const satisfies Record<string, ErrorCategory>;
+/** Whether Hermes was asked when a failure is reported: `maybe` failures of mutations are uncertain outcomes. */
+export type ProviderCalled = 'no' | 'yes' | 'maybe';
 
-export type FailureCode = keyof typeof FAILURE_CATEGORIES;
+/**
+ * The error catalogue: every failure the connector reports, as the suffix of
+ * `connector.hermes_agent.<suffix>`, with its category and whether Hermes was asked.
+ * `docs/errors.md` (shipped in the package) states the same table; a test holds them equal.
+ */
+export const FAILURE_CATALOGUE = {
+  invalid_input: { category: 'permanent', providerCalled: 'no' },
+  unsupported_capability: { category: 'permanent', providerCalled: 'no' },
+  idempotency_key_required: { category: 'permanent', providerCalled: 'no' },
+  approval_required: { category: 'policy', providerCalled: 'no' },
+  tenant_mismatch: { category: 'auth', providerCalled: 'no' },
+  missing_credential: { category: 'auth', providerCalled: 'no' },
+  deadline_exceeded: { category: 'temporary', providerCalled: 'maybe' },
+  cancelled: { category: 'temporary', providerCalled: 'maybe' },
+  authentication: { category: 'auth', providerCalled: 'yes' },
+  not_found: { category: 'permanent', providerCalled: 'yes' },
+  conflict: { category: 'permanent', providerCalled: 'yes' },
+  rate_limited: { category: 'temporary', providerCalled: 'yes' },
+  remote_rejected: { category: 'permanent', providerCalled: 'yes' },
+  remote_temporary: { category: 'temporary', providerCalled: 'yes' },
+  transport: { category: 'transport', providerCalled: 'maybe' },
+  invalid_response: { category: 'connector', providerCalled: 'yes' },
+  stream_failed: { category: 'connector', providerCalled: 'yes' },
+  stream_truncated: { category: 'connector', providerCalled: 'yes' },
+  stream_incomplete: { category: 'connector', providerCalled: 'yes' },
+  stream_publication: { category: 'connector', providerCalled: 'yes' },
+  idempotency_conflict: { category: 'permanent', providerCalled: 'no' },
+  outcome_unknown: { category: 'connector', providerCalled: 'maybe' },
+  ledger_unavailable: { category: 'temporary', providerCalled: 'no' },
+  internal: { category: 'connector', providerCalled: 'maybe' },
+} as const satisfies Record<string, { category: ErrorCategory; providerCalled: ProviderCalled }>;
+
+export type FailureCode = keyof typeof FAILURE_CATALOGUE;
+
+/** Each failure's category (the catalogue's first column), as the API doc tables it. */
+export const FAILURE_CATEGORIES = Object.freeze(
+  Object.fromEntries(Object.entries(FAILURE_CATALOGUE).map(([code, entry]) => [code, entry.category])) as { readonly [Code in FailureCode]: (typeof FAILURE_CATALOGUE)[Code]['category'] },
+);
+
+/** The full AIP error code of a failure: `connector.hermes_agent.<code>`. */
+export function errorCode(code: FailureCode): string {
+  return ERROR_CODE_PREFIX + code;
+}
 
 /**
  * Whether the provider may have acted before this failure. Only matters for mutations:
@@ -96,7 +113,7 @@ export function toProtocolError(failure: HermesFailure, endpointId: string | und
   if (failure.providerCode !== undefined) details.provider_code = failure.providerCode;
 
   const error: AipProtocolError = {
-    code: ERROR_CODE_PREFIX + failure.code,
+    code: errorCode(failure.code),
     message: failure.message,
     category,
     retryable,

@@ -1,6 +1,7 @@
 export { createHermesConnector } from './connector.js';
 export { ConnectorConfigError, type ConfigErrorCode } from './config.js';
-export { FAILURE_CATEGORIES, type FailureCode } from './failures.js';
+export { FAILURE_CATALOGUE, FAILURE_CATEGORIES, errorCode, type FailureCode, type ProviderCalled } from './failures.js';
+export { capabilityId } from './contract/registry.js';
 export { HERMES_PINNED_REVISION, CONNECTOR_PROFILE, USER_AGENT } from './internal/package-info.js';
 export type * from './types.js';
 export { OPERATION_NAMES } from './types.js';

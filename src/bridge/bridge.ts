@@ -9,9 +9,11 @@ import { TERMINAL_STATUSES } from '../contract/hermes-vocabulary.js';
 import type { BridgeJob, BridgeJobPatch, RunLedger } from '../ledger/types.js';
 import { connectorLogger } from '../internal/logger.js';
 import { Secret } from '../internal/secret.js';
-import type { AipActionResult, AipStreamChunk, ApprovalGrant, ExecutionContext, HermesConnector, HermesSseEvent, RunEventsOutput } from '../types.js';
+import type { AipActionResult, AipStreamChunk, ApprovalGrant, ExecutionContext, HermesConnector, HermesSseEvent, OperationName, RunEventsOutput } from '../types.js';
 import { HermClient, type PostOutcome, type ToolResultEvent } from './herm-client.js';
 import { type HermStreamError, subscribeToSession } from './session-stream.js';
+import { capabilityId } from '../contract/registry.js';
+import { errorCode } from '../failures.js';
 
 export interface HermToolUseEvent {
   type: 'agent.custom_tool_use';
@@ -123,7 +125,7 @@ export function createHermBridge(options: HermBridgeOptions): HermBridge {
   const { bridgeId, jobLeaseMs } = settings;
   let closed: Promise<void> | undefined;
   const now = () => Date.now();
-  const cap = (operation: string) => `cap:hermes_agent:${endpointId}:${operation}`;
+  const cap = (operation: OperationName) => capabilityId(endpointId, operation);
   const context = (extra: Partial<ExecutionContext> = {}): ExecutionContext => ({ ...options.context, signal: closing.signal, ...extra });
   const update = (job: BridgeJob, patch: Omit<BridgeJobPatch, 'updated_at'>) => {
     Object.assign(job, patch, { updated_at: now() });
@@ -462,7 +464,7 @@ function finaleOfEvents(runId: string, result: AipActionResult): Finale | undefi
 
 /** What a status read says: a terminal status, or Hermes no longer knowing the run. */
 function finaleOfStatus(runId: string, result: AipActionResult): Finale | undefined {
-  if (result.error?.code === 'connector.hermes_agent.not_found') {
+  if (result.error?.code === errorCode('not_found')) {
     return {
       status: 'failed',
       text: `Evidence lost: Hermes no longer knows run ${runId} (restart or retention expiry). Whether it finished, and what it did, is unknown; this is not a success.`,
@@ -500,7 +502,7 @@ function asToolUse(event: unknown): HermToolUseEvent | undefined {
 function resolveBridgeOptions(options: HermBridgeOptions) {
   const invalid = (why: string) => new ConnectorConfigError('invalid_options', `createHermBridge: ${why}`);
   if (!options?.connector || typeof options.connector.invoke !== 'function') throw invalid('`connector` must be a Hermes connector');
-  if (!options.connector.capability(`cap:hermes_agent:${options.endpointId}:run_start`)) throw invalid('`endpointId` is not an endpoint of the connector');
+  if (!options.connector.capability(capabilityId(options.endpointId, 'run_start'))) throw invalid('`endpointId` is not an endpoint of the connector');
   let url: URL;
   try {
     url = new URL(options.herm?.baseUrl);

@@ -1,6 +1,7 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { AipActionResult, AipProtocolError, RunEventsOutput } from '../types.js';
 import type { HermesTool } from './tools.js';
+import { errorCode } from '../failures.js';
 
 const MAX_SUMMARY_TEXT = 2000;
 
@@ -42,7 +43,7 @@ function summary(tool: HermesTool, output: Record<string, unknown>): string {
 /** Every result that is not `completed` carries an error; this stands in should a status without one ever appear. */
 function missingError(result: AipActionResult): AipProtocolError {
   return {
-    code: 'connector.hermes_agent.internal',
+    code: errorCode('internal'),
     message: `The action ended with status ${result.status} and no output`,
     category: 'connector',
     retryable: false,

@@ -21,6 +21,7 @@ import type { AipAction, AipActionResult, AipStreamChunk, ExecutionContext, Herm
 import { askForApproval, REFUSAL_TEXT } from './approval.js';
 import { errorText, toolResult } from './results.js';
 import { IDEMPOTENCY_KEY_ARGUMENT, type HermesTool } from './tools.js';
+import { errorCode } from '../failures.js';
 
 /** Who calls: set by the server's configuration (and over HTTP by the bearer token), never by the client. */
 export interface McpIdentity {
@@ -45,7 +46,7 @@ export const EVIDENCE_URI_PREFIX = 'hermes://evidence/';
 /** MCP's "resource not found" error code. */
 const RESOURCE_NOT_FOUND = -32002;
 const MAX_PROGRESS_TEXT = 500;
-const APPROVAL_REQUIRED = 'connector.hermes_agent.approval_required';
+const APPROVAL_REQUIRED = errorCode('approval_required');
 
 /**
  * One MCP server session over the shared connector. The low-level `Server` (not `McpServer`)

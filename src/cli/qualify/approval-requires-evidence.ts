@@ -2,8 +2,9 @@ import type { ApprovalGrant } from '../../index.js';
 import { APPROVAL_CHOICE, approveOnlySelected, newSessionId, startWaitingRun } from './approvals.js';
 import { describeResult, resultEvidence } from './session.js';
 import { CheckFailed, type Check } from './types.js';
+import { errorCode } from '../../failures.js';
 
-const APPROVAL_REQUIRED = 'connector.hermes_agent.approval_required';
+const APPROVAL_REQUIRED = errorCode('approval_required');
 
 /**
  * (5) run_approval without valid AIP evidence is refused before any provider call; with a grant it

@@ -1,8 +1,9 @@
 import type { HermesSseEvent, RunEventsOutput } from '../../index.js';
 import { describeResult, pause, resultEvidence, type EndpointSession } from './session.js';
 import { CheckFailed, type Check, type CheckEvidence } from './types.js';
+import { errorCode } from '../../failures.js';
 
-const NOT_FOUND = 'connector.hermes_agent.not_found';
+const NOT_FOUND = errorCode('not_found');
 /** Lets Hermes notice the closed subscriber (and drop the run's queue) before the second subscription. */
 const SETTLE_MS = 250;
 /** One second subscription waits at most this long before it is given up and tried again. */

@@ -4,8 +4,9 @@ import { typedId } from '../../internal/ids.js';
 import { credentialRevision } from '../../config.js';
 import { describeResult, resultEvidence, type EndpointSession } from './session.js';
 import { CheckFailed, type Check } from './types.js';
+import { errorCode } from '../../failures.js';
 
-const NOT_FOUND = 'connector.hermes_agent.not_found';
+const NOT_FOUND = errorCode('not_found');
 const ABSENCE_STATEMENT =
   'absence is not proof that nothing ran: an unknown run id, a run past its retention and a run lost in a provider restart all answer not_found, and any external effect of such a run may have happened';
 

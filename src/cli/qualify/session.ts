@@ -5,6 +5,8 @@ import type { LoadedEndpoint } from '../config.js';
 import { duration } from '../format.js';
 import { CheckFailed } from './check-failed.js';
 import { TERMINAL_STATUSES } from '../../contract/hermes-vocabulary.js';
+import { capabilityId } from '../../contract/registry.js';
+import { errorCode } from '../../failures.js';
 
 /** Run bodies for the simulator: `sim_script` makes every run deterministic (a real Hermes ignores the field). */
 export interface SimulatorScripts {
@@ -78,7 +80,7 @@ export class EndpointSession {
   }
 
   cap(operation: OperationName): string {
-    return `cap:hermes_agent:${this.endpoint.id}:${operation}`;
+    return capabilityId(this.endpoint.id, operation);
   }
 
   /** The trusted context the qualification acts in: the endpoint's bound tenant, if any. */
@@ -180,7 +182,7 @@ export class EndpointSession {
   private async readStatusBeforeDeadline(runId: string, what: string, seen: string[]): Promise<Record<string, unknown>> {
     const result = await this.invoke('run_status', { run_id: runId });
     if (result.status === 'completed') return result.output as Record<string, unknown>;
-    if (result.error?.code === 'connector.hermes_agent.deadline_exceeded') {
+    if (result.error?.code === errorCode('deadline_exceeded')) {
       throw new CheckFailed(`run ${runId} did not reach ${what} within ${duration(this.settings.stepTimeoutMs)} (statuses seen: ${seen.join(' → ') || 'none'})`);
     }
     throw new CheckFailed(`run_status of ${runId} failed while waiting for ${what}: ${describeResult(result)}`);

@@ -5,6 +5,7 @@ import type { AipAction, AipActionResult, AipStreamChunk, ExecutionContext, Herm
 import { typedId } from '../../internal/ids.js';
 import type { Clock, EvidenceSource } from '../kit/types.js';
 import type { ProxiedRequest, RecordingProxy } from './proxy.js';
+import { capabilityId } from '../../contract/registry.js';
 
 /** Builds the connector under test; the kit points it at its recording proxy. */
 export type ConnectorFactory = (options: { endpoint: HermesEndpointConfig; ledger?: RunLedger; logger: Logger }) => HermesConnector;
@@ -90,7 +91,7 @@ export class Harness {
   }
 
   cap(operation: OperationName): string {
-    return `cap:hermes_agent:${this.provider.endpointId}:${operation}`;
+    return capabilityId(this.provider.endpointId, operation);
   }
 
   action(operation: OperationName, input: unknown, overrides: Partial<AipAction> = {}): AipAction {
