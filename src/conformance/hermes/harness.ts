@@ -6,6 +6,7 @@ import { typedId } from '../../internal/ids.js';
 import type { Clock, EvidenceSource } from '../kit/types.js';
 import type { ProxiedRequest, RecordingProxy } from './proxy.js';
 import { capabilityId } from '../../contract/registry.js';
+import { TERMINAL_STATUSES } from '../../contract/hermes-vocabulary.js';
 
 /** Builds the connector under test; the kit points it at its recording proxy. */
 export type ConnectorFactory = (options: { endpoint: HermesEndpointConfig; ledger?: RunLedger; logger: Logger }) => HermesConnector;
@@ -40,7 +41,6 @@ export const KIT_TENANT = 'conformance-tenant-a';
 export const OTHER_TENANT = 'conformance-tenant-b';
 export const KIT_ACTOR = { principalId: 'agent:conformance-requester', issuer: 'https://identity.conformance.invalid' };
 const MUTATIONS: ReadonlySet<OperationName> = new Set(['run_start', 'run_approval', 'run_stop']);
-export const TERMINAL_STATUSES: ReadonlySet<string> = new Set(['completed', 'failed', 'cancelled', 'interrupted']);
 
 export interface Invocation {
   action: AipAction;

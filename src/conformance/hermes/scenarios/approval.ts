@@ -1,6 +1,7 @@
 import type { ApprovalGrant, HermesConnector } from '../../../index.js';
 import type { ScenarioEvidence } from '../../kit/types.js';
-import { codeOf, type Harness, type Invocation, kitId, outcome, TERMINAL_STATUSES } from '../harness.js';
+import { TERMINAL_STATUSES } from '../../../contract/hermes-vocabulary.js';
+import { codeOf, type Harness, type Invocation, kitId, outcome } from '../harness.js';
 
 /** The approval authority the kit plays: two named approvers, both needed (a two-person rule). */
 const AUTHORITY = { members: ['human:approver-left', 'human:approver-right'], quorum: 2 };
