@@ -11,6 +11,7 @@ import { buildReport, describeMachine, loadAverage, machineInfo, renderTable, wr
 import { CONCURRENCY, benchRequestOverhead } from './request-overhead.js';
 import { startBenchServer } from './servers.js';
 import { STREAM_EVENTS, benchStreamThroughput } from './stream-throughput.js';
+import { benchTelemetry } from './telemetry.js';
 
 const MIN_ROUNDS = 5;
 
@@ -68,6 +69,7 @@ async function main(): Promise<number> {
     sections.push(await section('Request overhead', () => benchRequestOverhead(server, settings, log)));
     sections.push(await section('Stream throughput', () => benchStreamThroughput(server, settings, log)));
     sections.push(await section('Memory', () => benchMemory(server, settings, log)));
+    sections.push(await section('OpenTelemetry cost', () => benchTelemetry(server, settings, log)));
   } finally {
     await server.close();
   }

@@ -16,7 +16,7 @@ export const CONCURRENCY = 64;
 /** Calls per side, sequential and concurrent, before any measured or warm-up round. */
 const WARMUP_CALLS = 2000;
 
-interface Slice {
+export interface Slice {
   requests: number;
   seconds: number;
   cpu_us: number;
@@ -33,7 +33,7 @@ interface SequentialRound {
   cpu_us_per_request: number;
 }
 
-interface ConcurrentRound {
+export interface ConcurrentRound {
   requests: number;
   concurrency: number;
   seconds: number;
@@ -50,7 +50,7 @@ function cpuMicros(since: NodeJS.CpuUsage): number {
 }
 
 /** `requests` calls with `concurrency` of them in flight (1 = sequential). */
-async function slice(call: Call, requests: number, concurrency: number): Promise<Slice> {
+export async function slice(call: Call, requests: number, concurrency: number): Promise<Slice> {
   const latencies = new Array<number>(requests);
   let next = 0;
   const worker = async () => {
@@ -88,14 +88,14 @@ function sequentialRound(slices: Slice[]): SequentialRound {
   };
 }
 
-function concurrentRound(slices: Slice[]): ConcurrentRound {
+export function concurrentRound(slices: Slice[]): ConcurrentRound {
   const { latencies, requests, seconds, cpuPerRequest } = totals(slices);
   return { requests, concurrency: CONCURRENCY, seconds, req_per_s: requests / seconds, p50_us: quantile(latencies, 0.5), cpu_us_per_request: cpuPerRequest };
 }
 
 let actionCounter = 0;
 
-function connectorCall(connector: HermesConnector): Call {
+export function connectorCall(connector: HermesConnector): Call {
   const capability_id = capabilityId('run_status');
   return async () => {
     const result = await connector.invoke({ id: `act_bench_${++actionCounter}`, capability_id, input: { run_id: STATUS_RUN_ID } });

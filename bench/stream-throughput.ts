@@ -16,7 +16,7 @@ import { interleave } from './stats.js';
 
 export const STREAM_EVENTS = 100_000;
 
-interface StreamRound {
+export interface StreamRound {
   events: number;
   seconds: number;
   events_per_s: number;
@@ -51,7 +51,7 @@ export function connectorStreamAction(suffix?: string | number) {
   return { id: `act_stream_${++actionCounter}`, capability_id: capabilityId('run_events'), input: { run_id: streamRunId(STREAM_EVENTS, suffix), max_events: STREAM_EVENTS } };
 }
 
-async function connectorRound(connector: HermesConnector, text: string, publish: boolean): Promise<StreamRound> {
+export async function connectorRound(connector: HermesConnector, text: string, publish: boolean): Promise<StreamRound> {
   let chunks = 0;
   let sequenceBroken = false;
   // The publisher a minimal host would have: count the chunk and check its sequence number.
