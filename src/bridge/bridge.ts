@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
-import { ConnectorConfigError, isRunLedger } from '../config.js';
+import { ConnectorConfigError, isRunLedger, resolveTelemetry } from '../config.js';
 import { typedId } from '../internal/ids.js';
 import { createMemoryLedger } from '../ledger/memory.js';
 import { TERMINAL_STATUSES } from '../contract/hermes-vocabulary.js';
@@ -14,6 +14,8 @@ import { HermClient, type PostOutcome, type ToolResultEvent } from './herm-clien
 import { type HermStreamError, subscribeToSession } from './session-stream.js';
 import { capabilityId } from '../contract/registry.js';
 import { errorCode } from '../failures.js';
+import { contextWith, endSpan, Telemetry } from '../telemetry.js';
+import { context as otelContext, type MeterProvider, type TracerProvider } from '@opentelemetry/api';
 
 export interface HermToolUseEvent {
   type: 'agent.custom_tool_use';
@@ -70,6 +72,9 @@ export interface HermBridgeOptions {
   bridgeId?: string;
   /** How long a job stays with its bridge without a renewal (default 30 s, renewed every third of it). */
   jobLeaseMs?: number;
+  /** OpenTelemetry providers for the bridge's spans and `herm.bridge.jobs` (default: the global ones). */
+  tracerProvider?: TracerProvider;
+  meterProvider?: MeterProvider;
 }
 
 export interface HermBridge {
@@ -127,21 +132,46 @@ export function createHermBridge(options: HermBridgeOptions): HermBridge {
   const now = () => Date.now();
   const cap = (operation: OperationName) => capabilityId(endpointId, operation);
   const context = (extra: Partial<ExecutionContext> = {}): ExecutionContext => ({ ...options.context, signal: closing.signal, ...extra });
+  const telemetry = new Telemetry(settings.telemetry);
+  const countJob = (state: BridgeJob['state'], delta: 1 | -1) => telemetry.bridgeJobs.add(delta, { state });
   const update = (job: BridgeJob, patch: Omit<BridgeJobPatch, 'updated_at'>) => {
+    if (patch.state !== undefined && patch.state !== job.state && active.has(jobKeyOf(job))) {
+      countJob(job.state, -1);
+      countJob(patch.state, 1);
+    }
     Object.assign(job, patch, { updated_at: now() });
     return ledger.updateJob(job.session_id, job.tool_use_id, { ...patch, updated_at: job.updated_at });
+  };
+  /** A bridge step in its own span (`herm.bridge <step>`); the connector's invocations inside it are its children. */
+  const traced = <T>(step: string, job: BridgeJob, work: () => Promise<T>): Promise<T> => {
+    const span = telemetry.startInternal(`herm.bridge ${step}`, undefined, { 'herm.tool_use_id': job.tool_use_id, 'herm.tool_name': job.tool_name });
+    if (job.run_id !== null) span.setAttribute('hermes.run_id', job.run_id);
+    return otelContext.with(contextWith(span), work).then(
+      (value) => {
+        endSpan(span, undefined);
+        return value;
+      },
+      (error: unknown) => {
+        endSpan(span, errorName(error));
+        throw error;
+      },
+    );
   };
 
   /** Runs a job's remaining steps once per process, whatever asks for it, holding its lease meanwhile. */
   const drive = (job: BridgeJob, steps: (job: BridgeJob) => Promise<void>): Promise<void> => {
-    const key = `${job.session_id}\n${job.tool_use_id}`;
+    const key = jobKeyOf(job);
     const running = active.get(key);
     if (running) return running;
     const lease = holdLease(job);
+    countJob(job.state, 1);
     const work = steps(job)
       .catch((error: unknown) => logger.error({ session_id: job.session_id, tool_use_id: job.tool_use_id, err: errorName(error) }, 'herm job stopped'))
       .then(() => lease.release())
-      .finally(() => active.delete(key));
+      .finally(() => {
+        countJob(job.state, -1);
+        active.delete(key);
+      });
     active.set(key, work);
     return work;
   };
@@ -185,7 +215,11 @@ export function createHermBridge(options: HermBridgeOptions): HermBridge {
     );
   }
 
-  async function kickoff(job: BridgeJob): Promise<void> {
+  function kickoff(job: BridgeJob): Promise<void> {
+    return traced('kickoff', job, () => postKickoff(job));
+  }
+
+  async function postKickoff(job: BridgeJob): Promise<void> {
     const text = `Started Hermes run ${job.run_id}. I will report its result when it finishes.`;
     const outcome = await postWithRetry(job, { status: 'running', text }, false);
     if (outcome.kind === 'accepted') await update(job, { kickoff: 'accepted', kickoff_event_id: eventIdOf(outcome) });
@@ -196,7 +230,11 @@ export function createHermBridge(options: HermBridgeOptions): HermBridge {
     logger.info({ session_id: job.session_id, tool_use_id: job.tool_use_id, run_id: job.run_id, kickoff: job.kickoff, ...httpStatus }, 'herm kickoff');
   }
 
-  async function finish(job: BridgeJob, finale: Finale): Promise<void> {
+  function finish(job: BridgeJob, finale: Finale): Promise<void> {
+    return traced('final_result', job, () => postFinal(job, finale));
+  }
+
+  async function postFinal(job: BridgeJob, finale: Finale): Promise<void> {
     const outcome = await postWithRetry(job, finale, true);
     if (outcome.kind !== 'accepted') {
       // Left unfinished on purpose: recover() posts it again, and Herm keeps final results idempotent.
@@ -236,7 +274,11 @@ export function createHermBridge(options: HermBridgeOptions): HermBridge {
    * Follows the run to its end. An approval onApproval left unanswered makes the job fail, whatever
    * the run did without it: the application's approver did not do its part.
    */
-  async function follow(job: BridgeJob): Promise<Finale | undefined> {
+  function follow(job: BridgeJob): Promise<Finale | undefined> {
+    return traced('follow', job, () => followWithApprovals(job));
+  }
+
+  async function followWithApprovals(job: BridgeJob): Promise<Finale | undefined> {
     let unanswered: string | undefined;
     const finale = await followRun(job, async (chunk) => {
       unanswered ??= await answerApproval(job, chunk);
@@ -372,7 +414,11 @@ export function createHermBridge(options: HermBridgeOptions): HermBridge {
     return false;
   }
 
-  async function recoverJob(job: BridgeJob): Promise<void> {
+  function recoverJob(job: BridgeJob): Promise<void> {
+    return traced('recover', job, () => resumeJob(job));
+  }
+
+  async function resumeJob(job: BridgeJob): Promise<void> {
     if (job.run_id === null) {
       // The process stopped during the start. Only the connector's own evidence can say whether a run exists.
       const evidence = await connector.evidence(job.action_id);
@@ -534,7 +580,12 @@ function resolveBridgeOptions(options: HermBridgeOptions) {
     approvalTimeoutMs,
     bridgeId,
     jobLeaseMs,
+    telemetry: resolveTelemetry(options),
   };
+}
+
+function jobKeyOf(job: Pick<BridgeJob, 'session_id' | 'tool_use_id'>): string {
+  return `${job.session_id}\n${job.tool_use_id}`;
 }
 
 function eventIdOf(outcome: PostOutcome): string | null {

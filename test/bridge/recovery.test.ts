@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { BridgeJob, RunLedger } from 'aip-connector-hermes-agent';
 import type { RunStep } from 'aip-connector-hermes-agent/simulator';
-import { eventually, grantFor, nextId } from '../helpers/harness.js';
+import { eventually } from '../helpers/harness.js';
 import { SHARED_BACKENDS, type SharedStore } from '../helpers/bridge-ledgers.js';
 import {
   ENDPOINT,
@@ -18,6 +18,7 @@ import {
   HERMES_KEY,
   acceptedFinals,
   acceptedRunning,
+  approveRun,
   bridgeEnvFactory,
   callTool,
   hermesRunRequests,
@@ -94,13 +95,6 @@ const held = (): RunStep[] => [
   { type: 'complete', output: OUTPUT },
 ];
 
-/** The test, as an operator, answers the run's pending approval through its own connector. */
-async function approve(env: BridgeEnv, runId: string): Promise<void> {
-  await eventually(() => env.hermes.run(runId)?.pendingApprovals === 1, 'the run waits for approval', 2000);
-  const input = { run_id: runId, choice: 'once' };
-  const result = await env.connector.invoke({ id: nextId(), capability_id: env.cap('run_approval'), input, idempotency_key: nextId('appr') }, { approval: grantFor(input) });
-  expect(result.status, JSON.stringify(result.error)).toBe('completed');
-}
 
 /** Exactly one accepted final result, completed with the run's output, from one run; nothing left unfinished. */
 async function expectOneCompletedResult(env: BridgeEnv, ledger: RunLedger, sessionId: string, toolUseId: string): Promise<void> {
@@ -142,7 +136,7 @@ describe.each(SHARED_BACKENDS)('recovery after the bridge process was killed ($n
     const store = await backend.create();
     const { sessionId, use, runId, kickoffEventId } = await killedMidRun(env, store, held());
     // The run goes on without any bridge: it is answered and completes in Hermes.
-    await approve(env, runId);
+    await approveRun(env, runId);
     await eventually(() => env.hermes.run(runId)?.status === 'completed', 'the run completed in Hermes', 2000);
     expect(acceptedFinals(env.herm, sessionId, use.tool_use_id)).toHaveLength(0);
 
@@ -198,7 +192,7 @@ describe.each(SHARED_BACKENDS)('recovery after the bridge process was killed ($n
     // The new process reads the run's status (still waiting) and follows it; only then is it answered and completes.
     await eventually(() => hermesRunRequests(env.hermes, runId, '').length >= 1, 'the recovered bridge read the run status', 2000);
     expect(env.hermes.run(runId)?.status).toBe('waiting_for_approval');
-    await approve(env, runId);
+    await approveRun(env, runId);
     await bridge.idle();
 
     expect(env.hermes.run(runId)?.status).toBe('completed');
@@ -264,7 +258,7 @@ describe.each(SHARED_BACKENDS)('recovery after the bridge process was killed ($n
     }
     await eventually(async () => (await ledger.job(sessionId, use.tool_use_id))?.lease_owner === 'bridge-replica-2', 'the job was taken over', 700);
     expect(Date.now()).toBeGreaterThanOrEqual(killedJob.lease_expires_at as number);
-    await approve(env, runId);
+    await approveRun(env, runId);
     await bridge.idle();
     await expectOneCompletedResult(env, ledger, sessionId, use.tool_use_id);
   }, SLOW);

@@ -24,7 +24,7 @@ import {
   type HermesSimulatorOptions,
   type RunStep,
 } from 'aip-connector-hermes-agent/simulator';
-import { API_KEY, ENDPOINT } from './harness.js';
+import { API_KEY, ENDPOINT, eventually, grantFor, nextId } from './harness.js';
 
 /** The Hermes key is the harness's; the Herm key is a different secret, so a leak in either direction shows. */
 export const HERMES_KEY = API_KEY;
@@ -219,10 +219,25 @@ export function hermesRunRequests(hermes: HermesSimulator, runId: string, suffix
 }
 
 /** Scripts that keep a run going long enough for a test to act while it runs. */
+/** The test, as an operator, answers the run's pending approval through the env's connector. */
+export async function approveRun(env: BridgeEnv, runId: string): Promise<void> {
+  await eventually(() => env.hermes.run(runId)?.pendingApprovals === 1, 'the run waits for approval', 2000);
+  const input = { run_id: runId, choice: 'once' };
+  const result = await env.connector.invoke({ id: nextId(), capability_id: env.cap('run_approval'), input, idempotency_key: nextId('appr') }, { approval: grantFor(input) });
+  expect(result.status, JSON.stringify(result.error)).toBe('completed');
+}
+
 export const scripts = {
   quick: (output = 'Render completed: https://example.com/render/123'): RunStep[] => [
     { type: 'delta', text: 'Rendering' },
     { type: 'delta', text: ' done' },
+    { type: 'complete', output },
+  ],
+  /** Held at an approval that the test answers (approveRun), then completed. */
+  approval: (output = 'Render completed after its approval'): RunStep[] => [
+    { type: 'delta', text: 'Rendering' },
+    { type: 'approval', command: 'upload ./render.mp4', description: 'upload' },
+    { type: 'tool', tool: 'terminal' },
     { type: 'complete', output },
   ],
   held: (ms: number, output = 'Render completed after the wait'): RunStep[] => [
