@@ -28,6 +28,14 @@ export function applySecurityHeaders(res: ServerResponse): void {
   applyHeaders(res, SECURITY_HEADERS);
 }
 
+/**
+ * Hermes' security-header middleware adds them to what a handler returns. An SSE response was
+ * already sent by then, and a 413 raised while reading the body skips it: neither carries them.
+ */
+export function dropSecurityHeaders(res: ServerResponse): void {
+  for (const [name] of SECURITY_HEADERS) res.removeHeader(name);
+}
+
 export function sendBody(res: ServerResponse, status: number, body: string, headers: HeaderList = []): void {
   if (res.headersSent || res.destroyed) return;
   applyHeaders(res, headers);
@@ -57,6 +65,8 @@ export function openAiError(message: string, code: string | null = null, type = 
   return { error: { message, type, param: null, code } };
 }
 
+export const BODY_TOO_LARGE = openAiError('Request body too large.', 'body_too_large');
+
 export function runNotFound(runId: string): unknown {
   return openAiError(`Run not found: ${runId}`, 'run_not_found');
 }
@@ -65,13 +75,18 @@ export function runNotFound(runId: string): unknown {
 export const INVALID_API_KEY = { error: { message: 'Invalid API key', type: 'invalid_request_error', code: 'invalid_api_key' } };
 
 
-export type ParsedJson = { kind: 'object'; value: Record<string, unknown> } | { kind: 'non-object'; value: unknown } | { kind: 'invalid' };
+export type ParsedJson =
+  | { kind: 'object'; value: Record<string, unknown> }
+  | { kind: 'non-object'; value: unknown }
+  | { kind: 'invalid' }
+  /** More than the limit arrived without a Content-Length (chunked). */
+  | { kind: 'too-large' };
 
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /** Like aiohttp's `await request.json()`: UTF-8 text then `json.loads`. */
 export function parseJsonBody(body: CollectedBody): ParsedJson {
-  if (body.overflow) return { kind: 'invalid' };
+  if (body.overflow) return { kind: 'too-large' };
   let value: unknown;
   try {
     value = JSON.parse(strictUtf8.decode(body.bytes));
