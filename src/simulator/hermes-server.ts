@@ -45,7 +45,6 @@ import {
   MAX_BODY_BYTES,
   applyHeaders,
   applySecurityHeaders,
-  dropSecurityHeaders,
   headerValue,
   openAiError,
   parseJsonBody,
@@ -362,15 +361,11 @@ class HermesSimulatorServer implements HermesSimulator {
     sendJson(res, 200, { status: 'ok', platform: 'hermes-agent', version: this.traits.healthVersion });
   }
 
-  /** Answers a body that is not a JSON object (413, 400 or aiohttp's 500); false when it is one. */
+  /** Answers a body that is not a JSON object (400, or aiohttp's 500); false when it is one. */
   private answeredUnusableBody(res: ServerResponse, parsed: ParsedJson): parsed is Exclude<ParsedJson, { kind: 'object' }> {
     switch (parsed.kind) {
       case 'object':
         return false;
-      case 'too-large':
-        dropSecurityHeaders(res);
-        sendJson(res, 413, BODY_TOO_LARGE);
-        return true;
       case 'invalid':
         sendJson(res, 400, openAiError('Invalid JSON'));
         return true;
@@ -426,7 +421,7 @@ class HermesSimulatorServer implements HermesSimulator {
     }
     const parsed = await this.readJson(exchange);
     if (parsed === undefined) return { kind: 'answered' };
-    if (parsed.kind === 'invalid' || parsed.kind === 'too-large') return { kind: 'go-on', parsed };
+    if (parsed.kind === 'invalid') return { kind: 'go-on', parsed };
     const fingerprint = pyJson({ body: parsed.value, session_key: sessionKey ?? null }, { sortKeys: true });
     const record = this.idempotency.get(keyCheck.key);
     if (!record) return { kind: 'go-on', parsed, idempotency: { key: keyCheck.key, fingerprint } };

