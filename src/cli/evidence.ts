@@ -1,3 +1,4 @@
+import type { SimulatorProfile } from '../simulator/index.js';
 import type { ArtifactIdentities } from './identities.js';
 import type { CheckId } from './qualify/types.js';
 
@@ -24,10 +25,21 @@ export interface CleanupRecord {
   actions: string[];
 }
 
+/** The Hermes that answered, as it says itself (`GET /health`). */
+export interface HermesIdentity {
+  /** E.g. "0.19.0"; the simulator's ends in "+aip-simulator"; null when it could not be read. */
+  version: string | null;
+  platform: string | null;
+  read_from: 'GET /health';
+  /** Why the version is unknown; null when it was read. */
+  problem: string | null;
+}
+
 export interface EndpointRecord {
   endpoint_id: string;
   display_name: string | null;
   base_url: string;
+  hermes: HermesIdentity;
   tenant_binding: string | null;
   /** First 12 hex digits of SHA-256 of the API key. */
   credential_revision: string;
@@ -54,7 +66,7 @@ export interface QualificationEvidence {
   started_at: string;
   finished_at: string;
   duration_ms: number;
-  target: { kind: 'simulator' | 'configured'; config_source: string; simulator_profile: 'pin' | 'later' | null; note: string };
+  target: { kind: 'simulator' | 'live'; config_source: string; simulator_profile: SimulatorProfile | null; note: string };
   identities: ArtifactIdentities;
   settings: {
     step_timeout_ms: number;

@@ -79,7 +79,7 @@ harmless prompt. Every run left active is stopped at the end, and every unread e
 Options:
   --config FILE             Endpoints file (default: HERMES_BASE_URL and HERMES_API_KEY)
   --simulate                Qualify the embedded Hermes simulator instead (scripted runs, random key)
-  --profile pin|later       Simulator profile with --simulate (default pin)
+  --profile pin|v0.19|later Simulator profile with --simulate: pin = Hermes 0.18.2 (default), v0.19 = 0.19.0, later = reference §9
   --out DIR                 Write DIR/evidence.json and DIR/report.html
   --approval-prompt TEXT    Prompt for runs that must ask for approval
   --harmless-prompt TEXT    Prompt for runs that must not (default: "Reply with the single word: ready")

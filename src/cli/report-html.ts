@@ -49,7 +49,7 @@ ${evidence.endpoints.flatMap((endpoint) => endpoint.checks.map((check) => checkR
 <h2>Identities</h2>
 ${identityTable('identities', [
   ['Qualification id', evidence.qualification_id],
-  ['Target', `${evidence.target.kind}${evidence.target.simulator_profile ? ` (simulator profile ${evidence.target.simulator_profile})` : ''}; ${evidence.target.config_source}`],
+  ['Target', `${targetText(evidence)}; ${evidence.target.config_source}`],
   ['AIP protocol version', evidence.identities.aip_protocol_version],
   ['Contracts digest', evidence.identities.contracts_digest],
   ['Pinned Hermes revision', evidence.identities.hermes_pinned_revision],
@@ -103,6 +103,7 @@ ${identityTable('identities', [
   ['Endpoint id', endpoint.endpoint_id],
   ['Display name', endpoint.display_name ?? '(none)'],
   ['Base URL', endpoint.base_url],
+  ['Hermes version', hermesText(endpoint)],
   ['Tenant binding', endpoint.tenant_binding ?? '(not bound to a tenant)'],
   ['Credential revision', `${endpoint.credential_revision} (first 12 hex digits of SHA-256 of the key)`],
   ['Credential source', endpoint.credential_source],
@@ -125,6 +126,18 @@ ${endpoint.cleanup.map((entry) => `<tr><td><code>${escapeHtml(entry.run_id)}</co
 </tbody></table>`
 }
 </section>`;
+}
+
+/** "live Hermes 0.19.0" or "embedded Hermes simulator, profile pin (0.18.2+aip-simulator)". */
+function targetText(evidence: QualificationEvidence): string {
+  const versions = [...new Set(evidence.endpoints.map((endpoint) => endpoint.hermes.version ?? 'version unknown'))].join(', ');
+  if (evidence.target.kind === 'live') return `live Hermes ${versions}`;
+  return `embedded Hermes simulator, profile ${evidence.target.simulator_profile ?? 'pin'} (${versions})`;
+}
+
+function hermesText(endpoint: EndpointRecord): string {
+  const { version, platform, read_from: readFrom, problem } = endpoint.hermes;
+  return version === null ? `unknown: ${problem ?? readFrom}` : `${version}${platform === null ? '' : ` (${platform})`}, from ${readFrom}`;
 }
 
 export function identityTable(className: string, rows: Array<[string, string]>): string {

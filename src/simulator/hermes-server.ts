@@ -9,6 +9,7 @@ import {
   isAuthorized,
   matchRoute,
 } from './http-routing.js';
+import { PROFILE_TRAITS, type ProfileTraits } from './profiles.js';
 import { pyJson } from './py-json.js';
 import {
   APPROVAL_CHOICES,
@@ -39,6 +40,7 @@ import type {
   SimulatorRoute,
 } from './types.js';
 import {
+  BODY_TOO_LARGE,
   INVALID_API_KEY,
   MAX_BODY_BYTES,
   applyHeaders,
@@ -57,6 +59,8 @@ import {
 
 const IDEMPOTENCY_RECORD_TTL_MS = 24 * 60 * 60 * 1000;
 const STATUSES_ANSWERED_BY_LATER_STOP = new Set(['completed', 'failed', 'cancelled']);
+/** Measured on Hermes 0.19.0: a stopped `sleep 30` ends about 1.3 s after the stop. */
+const TOOL_INTERRUPT_LAG_MS = 1300;
 
 type ResolvedOptions = Required<Omit<HermesSimulatorOptions, 'script'>> & Pick<HermesSimulatorOptions, 'script'>;
 
@@ -64,11 +68,12 @@ function resolveOptions(options: HermesSimulatorOptions): ResolvedOptions {
   if (typeof options.apiKey !== 'string' || options.apiKey === '') {
     throw new TypeError('startHermesSimulator: apiKey is required (Hermes refuses to start without API_SERVER_KEY)');
   }
+  const profile = options.profile ?? 'pin';
   return {
     apiKey: options.apiKey,
     host: options.host ?? '127.0.0.1',
     port: options.port ?? 0,
-    profile: options.profile ?? 'pin',
+    profile,
     modelName: options.modelName ?? 'hermes-agent',
     maxConcurrentRuns: Math.max(0, options.maxConcurrentRuns ?? 10),
     keepaliveMs: options.keepaliveMs ?? 30_000,
@@ -76,7 +81,8 @@ function resolveOptions(options: HermesSimulatorOptions): ResolvedOptions {
     streamTtlMs: options.streamTtlMs ?? 300_000,
     retentionMs: options.retentionMs ?? 3_600_000,
     streamLookupMs: options.streamLookupMs ?? 1_000,
-    approvalTimeoutMs: options.approvalTimeoutMs ?? 300_000,
+    approvalTimeoutMs: options.approvalTimeoutMs ?? PROFILE_TRAITS[profile].approvalTimeoutMs,
+    toolInterruptLagMs: options.toolInterruptLagMs ?? TOOL_INTERRUPT_LAG_MS,
     stepDelayMs: options.stepDelayMs ?? 0,
     corsOrigins: [...(options.corsOrigins ?? [])],
     script: options.script,
@@ -113,6 +119,7 @@ interface Exchange {
 class HermesSimulatorServer implements HermesSimulator {
   readonly requests: RecordedRequest[] = [];
   readonly profile: SimulatorProfile;
+  private readonly traits: ProfileTraits;
   private readonly server: Server;
   private readonly timers = new TimerRegistry();
   private readonly streams = new Map<string, RunStream>();
@@ -130,11 +137,13 @@ class HermesSimulatorServer implements HermesSimulator {
 
   constructor(private readonly options: ResolvedOptions) {
     this.profile = options.profile;
+    this.traits = PROFILE_TRAITS[options.profile];
     this.env = {
       timers: this.timers,
       streams: this.streams,
       stepDelayMs: options.stepDelayMs,
       approvalTimeoutMs: options.approvalTimeoutMs,
+      toolInterruptLagMs: options.toolInterruptLagMs,
       streamsNeverTerminate: options.misbehaviour.streamsNeverTerminate === true,
     };
     this.server = createServer((req, res) => {
@@ -178,15 +187,15 @@ class HermesSimulatorServer implements HermesSimulator {
   }
 
   /**
-   * A process restart. Pin: everything is forgotten. Later: idempotency records and
+   * A process restart. Pin and v0.19: everything is forgotten. Later: idempotency records and
    * terminal statuses survive; unsettled runs become `interrupted`. Either way, live
    * runs stop silently and every open connection drops.
    */
   restart(): void {
     for (const run of this.history.values()) if (run.isLive) killRun(run);
     this.streams.clear();
-    if (this.profile === 'pin') this.statuses.clear();
-    else this.interruptUnsettledRuns();
+    if (this.traits.durableStatuses) this.interruptUnsettledRuns();
+    else this.statuses.clear();
     this.timers.clearAll();
     this.server.closeAllConnections();
   }
@@ -225,10 +234,11 @@ class HermesSimulatorServer implements HermesSimulator {
     const now = Date.now();
     for (const [runId, stream] of this.streams) {
       if (now - stream.createdAt < this.options.streamTtlMs) continue;
+      if (this.traits.sweepSparesSubscribedStreams && stream.hasSubscribers) continue;
       this.streams.delete(runId);
       const run = this.history.get(runId);
       if (!run) continue;
-      if (this.profile === 'pin') dropControlState(run);
+      if (!this.traits.sweepKeepsLiveControl) dropControlState(run);
       else if (run.isLive) run.streamSwept = true;
     }
   }
@@ -249,26 +259,27 @@ class HermesSimulatorServer implements HermesSimulator {
     }
   }
 
-  // ---- request pipeline: record → security headers → CORS → body limit → route → auth → fault → handler
+  // ---- request pipeline: record → CORS → body limit → route → security headers → auth → fault → handler
+  // (Hermes' middlewares run in that order; the innermost one adds the security headers to what a
+  // handler returns, so CORS, body-limit and routing answers go without them.)
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const body = this.record(req);
-    applySecurityHeaders(res);
     const cors = corsDecision(req, this.options.corsOrigins);
     if (cors.kind === 'forbidden') return sendBody(res, 403, '');
     if (cors.kind === 'allowed') {
       applyHeaders(res, cors.headers);
       if (req.method === 'OPTIONS') return sendBody(res, 200, '');
     }
-    if (this.declaresOversizedBody(req)) {
-      return sendJson(res, 413, openAiError('Request body too large.', 'body_too_large'));
-    }
+    if (this.declaresOversizedBody(req)) return sendJson(res, 413, BODY_TOO_LARGE);
     const match = matchRoute(req.method ?? 'GET', req.url ?? '/');
     if (match.kind === 'not-found') return sendHttpText(res, 404, '404: Not Found');
     if (match.kind === 'method-not-allowed') {
       return sendHttpText(res, 405, '405: Method Not Allowed', [['Allow', match.allow]]);
     }
-    if (!isAuthorized(req, this.options.apiKey)) return sendJson(res, 401, INVALID_API_KEY);
+    applySecurityHeaders(res);
+    // /health needs no key.
+    if (match.route !== 'health' && !isAuthorized(req, this.options.apiKey)) return sendJson(res, 401, INVALID_API_KEY);
     const exchange: Exchange = { req, res, runId: match.runId, body };
     const fault = this.takeFault(match.route);
     if (fault) return this.answerWithFault(exchange, fault);
@@ -277,6 +288,8 @@ class HermesSimulatorServer implements HermesSimulator {
 
   private dispatch(route: SimulatorRoute, exchange: Exchange): Promise<void> | void {
     switch (route) {
+      case 'health':
+        return this.handleHealth(exchange);
       case 'start':
         return this.handleStart(exchange);
       case 'status':
@@ -341,6 +354,27 @@ class HermesSimulatorServer implements HermesSimulator {
     sendBody(res, status, text, list);
   }
 
+  // ---- GET /health ---------------------------------------------------------------------
+
+  /** Like Hermes' health check, with a version that names the simulator and the release it models. */
+  private handleHealth({ res }: Exchange): void {
+    sendJson(res, 200, { status: 'ok', platform: 'hermes-agent', version: this.traits.healthVersion });
+  }
+
+  /** Answers a body that is not a JSON object (400, or aiohttp's 500); false when it is one. */
+  private answeredUnusableBody(res: ServerResponse, parsed: ParsedJson): parsed is Exclude<ParsedJson, { kind: 'object' }> {
+    switch (parsed.kind) {
+      case 'object':
+        return false;
+      case 'invalid':
+        sendJson(res, 400, openAiError('Invalid JSON'));
+        return true;
+      case 'non-object':
+        sendUnhandledError(res);
+        return true;
+    }
+  }
+
   // ---- POST /v1/runs ------------------------------------------------------------------
 
   private async handleStart(exchange: Exchange): Promise<void> {
@@ -350,22 +384,20 @@ class HermesSimulatorServer implements HermesSimulator {
       return sendJson(res, 400, { error: { message: session.message, type: 'invalid_request_error' } });
     }
     const sessionHeaders: HeaderList = session.key === undefined ? [] : [['X-Hermes-Session-Key', session.key]];
-    const early = this.profile === 'later' ? await this.idempotencyStep(exchange, session.key, sessionHeaders) : { kind: 'go-on' as const };
+    const early = this.traits.idempotentStarts ? await this.idempotencyStep(exchange, session.key, sessionHeaders) : { kind: 'go-on' as const };
     if (early.kind === 'answered') return;
     if (this.gateIsFull()) {
       const message = `Too many concurrent runs (max ${this.options.maxConcurrentRuns})`;
       return sendJson(res, 429, openAiError(message, 'rate_limit_exceeded', 'rate_limit_error'), [['Retry-After', '1']]);
     }
     const parsed = early.parsed ?? (await this.readJson(exchange));
-    if (parsed === undefined) return;
-    if (parsed.kind === 'invalid') return sendJson(res, 400, openAiError('Invalid JSON'));
-    if (parsed.kind === 'non-object') return sendUnhandledError(res);
+    if (parsed === undefined || this.answeredUnusableBody(res, parsed)) return;
     const check = checkRunRequest(parsed.value);
     if (check.kind === 'unhandled') return sendUnhandledError(res);
     if (check.kind === 'bad-request') return sendJson(res, 400, openAiError(check.message));
     const run = this.createRun(parsed.value, check.userMessage, early.idempotency);
     const answer: Record<string, unknown> = { run_id: run.id, status: 'started' };
-    if (this.profile === 'later') answer['replayed'] = false;
+    if (this.traits.idempotentStarts) answer['replayed'] = false;
     sendJson(res, 202, answer, sessionHeaders);
   }
 
@@ -376,7 +408,7 @@ class HermesSimulatorServer implements HermesSimulator {
   }
 
   /**
-   * `later` only: validates `Idempotency-Key` and answers a repeated key (replay or conflict).
+   * `later` only (idempotent starts): validates `Idempotency-Key` and answers a repeated key (replay or conflict).
    * A replay must work even when the gate is full, so with a key the body is read before the gate.
    */
   private async idempotencyStep(exchange: Exchange, sessionKey: string | undefined, sessionHeaders: HeaderList): Promise<IdempotencyStep> {
@@ -405,15 +437,26 @@ class HermesSimulatorServer implements HermesSimulator {
     sendJson(res, 202, answer, [...sessionHeaders, ['Idempotency-Replayed', 'true']]);
   }
 
-  /** The count is the live run streams (plus, in `later`, live runs whose stream the sweep expired). */
+  /** Full when the profile's count reaches the limit (0 disables the gate). */
   private gateIsFull(): boolean {
     const limit = this.options.maxConcurrentRuns;
-    if (limit <= 0) return false;
-    let count = this.streams.size;
-    if (this.profile === 'later') {
-      for (const run of this.history.values()) if (run.streamSwept && run.isLive) count++;
+    return limit > 0 && this.gateCount() >= limit;
+  }
+
+  /**
+   * 0.18.2 counts live run streams, so a finished run whose stream nobody read holds its slot;
+   * `later` adds live runs whose stream the sweep expired; 0.19.0 counts live runs only.
+   */
+  private gateCount(): number {
+    const liveRuns = [...this.statuses.values()].filter((run) => run.isLive);
+    switch (this.traits.gateCounts) {
+      case 'streams':
+        return this.streams.size;
+      case 'streams-and-swept-live-runs':
+        return this.streams.size + liveRuns.filter((run) => run.streamSwept).length;
+      case 'live-runs':
+        return liveRuns.length;
     }
-    return count >= limit;
   }
 
   private createRun(body: Record<string, unknown>, userMessage: unknown, idempotency: IdempotencyClaim | undefined): RunState {
@@ -482,8 +525,7 @@ class HermesSimulatorServer implements HermesSimulator {
     const collected = await body;
     if (!collected.complete) return;
     const parsed = parseJsonBody(collected);
-    if (parsed.kind === 'invalid') return sendJson(res, 400, openAiError('Invalid JSON'));
-    if (parsed.kind === 'non-object') return sendUnhandledError(res);
+    if (this.answeredUnusableBody(res, parsed)) return;
     const choice = normalizeChoice(parsed.value['choice']);
     if (choice === undefined) {
       const message = 'Invalid approval choice; expected one of: once, session, always, deny';
@@ -517,20 +559,16 @@ class HermesSimulatorServer implements HermesSimulator {
 
   private handleStop({ res, runId }: Exchange): void {
     const run = this.statuses.get(runId);
-    if (this.profile === 'pin') {
-      if (!run || !run.controlActive) return sendJson(res, 404, runNotFound(runId));
-      run.touch('stopping', 'run.stopping');
-      run.interrupt.abort();
-      // At the pin the cancel reaches the wrapper task at once: cancelled before the 200 goes out.
-      finishRun(this.env, run, { status: 'cancelled' });
-      return sendJson(res, 200, { run_id: runId, status: 'stopping' });
+    if (this.traits.stopAnswersFinishedRuns) {
+      if (run && STATUSES_ANSWERED_BY_LATER_STOP.has(run.status)) return sendJson(res, 200, run.statusObject());
+      if (run && !run.controlActive) return sendJson(res, 409, openAiError(`Run is not active: ${runId}`, 'run_not_active'));
     }
-    if (!run) return sendJson(res, 404, runNotFound(runId));
-    if (STATUSES_ANSWERED_BY_LATER_STOP.has(run.status)) return sendJson(res, 200, run.statusObject());
-    if (!run.controlActive) return sendJson(res, 409, openAiError(`Run is not active: ${runId}`, 'run_not_active'));
+    if (!run || !run.controlActive) return sendJson(res, 404, runNotFound(runId));
     run.touch('stopping', 'run.stopping');
-    // Later Hermes only interrupts: the script ends at its current step, then the run is cancelled.
     run.interrupt.abort();
+    // 0.18.2 cancels the wrapper task at once: cancelled before the 200 goes out. Later releases
+    // only interrupt: the script ends at its current step (a running tool fails), then the run is cancelled.
+    if (this.traits.stopCancelsAtOnce) finishRun(this.env, run, { status: 'cancelled' });
     sendJson(res, 200, { run_id: runId, status: 'stopping' });
   }
 }

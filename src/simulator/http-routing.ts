@@ -23,15 +23,20 @@ const ROUTES: RouteShape[] = [
   { route: 'stop', method: 'POST', suffix: 'stop' },
 ];
 
+const HEALTH_PATHS: ReadonlySet<string> = new Set(['/health', '/v1/health']);
+
 /** Splits the raw target on '/' first, then decodes each segment (so `%2F` stays inside a run id). */
 export function matchRoute(method: string, rawTarget: string): RouteMatch {
+  // aiohttp answers HEAD on GET routes with the GET handler.
+  const effective = method === 'HEAD' ? 'GET' : method;
+  if (HEALTH_PATHS.has(rawPathOf(rawTarget))) {
+    return effective === 'GET' ? { kind: 'route', route: 'health', runId: '' } : { kind: 'method-not-allowed', allow: 'GET,HEAD' };
+  }
   const segments = rawPathOf(rawTarget).split('/');
   if (segments[0] !== '' || segments[1] !== 'v1' || segments[2] !== 'runs') return { kind: 'not-found' };
   const shape = shapeOf(segments.slice(3));
   if (!shape) return { kind: 'not-found' };
   const runId = segments[3] === undefined ? '' : decodeSegment(segments[3]);
-  // aiohttp answers HEAD on GET routes with the GET handler.
-  const effective = method === 'HEAD' ? 'GET' : method;
   if (effective !== shape.method) return { kind: 'method-not-allowed', allow: shape.method === 'GET' ? 'GET,HEAD' : 'POST' };
   return { kind: 'route', route: shape.route, runId };
 }

@@ -1,21 +1,26 @@
 /**
  * A clean-room simulator of the Hermes Agent API server's structured-run routes
- * (`/v1/runs`), written from `hermes-runs-api.md`. Profile `pin` reproduces the
- * pinned revision's quirks; profile `later` adds the newer behaviour of §9.
+ * (`/v1/runs`) and `GET /health`, written from `hermes-runs-api.md` and held against the
+ * released Hermes by `test/real-hermes/fidelity.test.ts`. Profiles: `pin` is Hermes 0.18.2 (the
+ * pinned revision), `v0.19` is Hermes 0.19.0, `later` the unreleased behaviour of the
+ * reference's §9 (see `profiles.ts`).
  *
  * Deliberate simplifications:
- * - A script step `tool` emits `tool.started` and `tool.completed` back to back; an
- *   `approval` step is separate, so `approval.request` comes before `tool.started`.
- *   A denied (or timed-out) approval makes the next `tool` step report `error: true`,
- *   and that step's preview defaults to the approved command.
+ * - An `approval` step starts its tool (`tool.started`) and asks; the next `tool` step
+ *   completes it. A denied (or timed-out) approval makes that `tool.completed` report `error: true`.
+ * - A model turn is a run of `delta` steps; it ends at the next tool, approval or completion,
+ *   where its text (trimmed) is repeated as `reasoning.available`, as Hermes does for every
+ *   assistant message with text.
  * - `last_event` is null until the first event; `queued` lasts one loop turn.
  * - A script that ends without `complete`/`fail` completes with the streamed text.
- * - In `later`, stop waits for the current step: `sleep` and `approval` wake at once,
- *   the `stepDelayMs` pause between steps does not (so `stopping` stays observable).
+ * - Where stop only interrupts (`v0.19`, `later`), it waits for the current step: `sleep` and
+ *   `approval` wake at once, a running `tool` fails after `toolInterruptLagMs`, the
+ *   `stepDelayMs` pause between steps does not wake (so `stopping` stays observable).
  */
 export { startHermesSimulator } from './hermes-server.js';
 export * from './herm/index.js';
 export { pyJson, pyFloat, PyFloat } from './py-json.js';
+export { PROFILE_TRAITS, SIMULATOR_PROFILES, type ProfileTraits } from './profiles.js';
 export type {
   HermesSimulator,
   HermesSimulatorOptions,

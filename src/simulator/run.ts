@@ -21,6 +21,8 @@ export interface RunEnvironment {
   readonly streams: Map<string, RunStream>;
   readonly stepDelayMs: number;
   readonly approvalTimeoutMs: number;
+  /** How long an interrupted tool takes to complete (when a stop only interrupts). */
+  readonly toolInterruptLagMs: number;
   /** Misbehaviour: terminal events and the end sentinel never reach the stream. */
   readonly streamsNeverTerminate?: boolean;
 }
@@ -86,9 +88,11 @@ export class RunState {
   finished = false;
   /** The process "died" (restart/close): the run stops silently. */
   killed = false;
-  /** The last approval step, consumed by the next tool step (its preview and denial). */
-  lastApproval: { command: string; denied: boolean } | undefined;
+  /** The last approval step, whose tool has started; the next tool step completes it. */
+  lastApproval: { tool: string; denied: boolean } | undefined;
   private deltaText = '';
+  /** The text of the model turn in progress (the deltas since the last turn ended). */
+  private turnText = '';
 
   constructor(init: RunInit) {
     this.id = init.id;
@@ -145,6 +149,14 @@ export class RunState {
 
   recordDelta(text: string): void {
     this.deltaText += text;
+    this.turnText += text;
+  }
+
+  /** Ends the model turn in progress; returns its text. */
+  takeTurnText(): string {
+    const text = this.turnText;
+    this.turnText = '';
+    return text;
   }
 
   get streamedText(): string {
@@ -164,7 +176,7 @@ export function emitEvent(
   const timestamp = nowSeconds();
   const event =
     type === 'approval.request'
-      ? { ...fields, event: type, run_id: run.id, timestamp, choices: [...APPROVAL_CHOICES] }
+      ? { ...fields, allow_permanent: true, event: type, run_id: run.id, timestamp, choices: [...APPROVAL_CHOICES] }
       : { event: type, run_id: run.id, timestamp, ...fields };
   run.events.push(event);
   run.touch(status, type);
@@ -248,7 +260,16 @@ export async function executeRun(env: RunEnvironment, run: RunState, steps: RunS
     await executeStep(env, run, step);
     if (!mayProceed(env, run)) return;
   }
+  endTurn(env, run);
   finishRun(env, run, completion(run, {}));
+}
+
+/** Hermes reports every model turn that produced text as `reasoning.available` (stripped, at most 500 characters). */
+const REASONING_PREVIEW_CHARS = 500;
+
+function endTurn(env: RunEnvironment, run: RunState): void {
+  const text = run.takeTurnText().trim();
+  if (text !== '' && run.isLive) emitEvent(env, run, 'reasoning.available', { text: text.slice(0, REASONING_PREVIEW_CHARS) }, 'lookup');
 }
 
 /** False when the run must not go on; an interrupted run is cancelled here. */
@@ -269,9 +290,11 @@ async function executeStep(env: RunEnvironment, run: RunState, step: RunStep): P
       emitEvent(env, run, 'reasoning.available', { text: String(step.text ?? '') }, 'lookup');
       return;
     case 'tool':
-      executeTool(env, run, step);
+      endTurn(env, run);
+      await executeTool(env, run, step);
       return;
     case 'approval':
+      endTurn(env, run);
       await executeApproval(env, run, step);
       return;
     case 'sleep':
@@ -281,6 +304,7 @@ async function executeStep(env: RunEnvironment, run: RunState, step: RunStep): P
       finishRun(env, run, { status: 'failed', error: String(step.error) });
       return;
     case 'complete':
+      endTurn(env, run);
       finishRun(env, run, completion(run, step));
       return;
     case 'cut':
@@ -305,20 +329,50 @@ function estimateUsage(run: RunState, output: string): Usage {
   return { input_tokens: inputTokens, output_tokens: outputTokens, total_tokens: inputTokens + outputTokens };
 }
 
-function executeTool(env: RunEnvironment, run: RunState, step: Extract<RunStep, { type: 'tool' }>): void {
+/**
+ * A tool call: `tool.started` (unless an approval step started it), the tool's run time, then
+ * `tool.completed`. A stop that cancels at once ends the run with no `tool.completed`; one that
+ * only interrupts lets the tool notice it and fail first.
+ */
+async function executeTool(env: RunEnvironment, run: RunState, step: Extract<RunStep, { type: 'tool' }>): Promise<void> {
   const approval = run.lastApproval;
   run.lastApproval = undefined;
   const startedAt = performance.now();
-  const preview = step.preview !== undefined ? step.preview : (approval?.command ?? null);
-  emitEvent(env, run, 'tool.started', { tool: step.tool, preview }, 'lookup');
-  const seconds = step.duration ?? (performance.now() - startedAt) / 1000;
-  const error = step.error ?? approval?.denied ?? false;
-  emitEvent(env, run, 'tool.completed', { tool: step.tool, duration: Math.round(seconds * 1000) / 1000, error }, 'lookup');
+  if (!approval) emitEvent(env, run, 'tool.started', { tool: step.tool, preview: step.preview ?? null }, 'lookup');
+  const tool = approval?.tool ?? step.tool;
+  const runMs = Number(step.runMs) || 0;
+  const finished = runMs <= 0 || (await env.timers.delay(runMs, run.interrupt.signal));
+  if (!finished) return failInterruptedTool(env, run, tool, startedAt);
+  completeTool(env, run, tool, step.duration ?? secondsSince(startedAt), step.error ?? approval?.denied ?? false);
 }
 
 async function executeApproval(env: RunEnvironment, run: RunState, step: Extract<RunStep, { type: 'approval' }>): Promise<void> {
+  const tool = step.tool ?? 'terminal';
+  const startedAt = performance.now();
+  // Hermes asks for approval from inside the tool call, so the tool has started by then.
+  emitEvent(env, run, 'tool.started', { tool, preview: step.command }, 'lookup');
   const choice = await requestApproval(env, run, step);
-  run.lastApproval = { command: step.command, denied: choice === 'deny' };
+  if (run.interrupt.signal.aborted) return failInterruptedTool(env, run, tool, startedAt);
+  run.lastApproval = { tool, denied: choice === 'deny' };
+}
+
+/**
+ * A stop that cancels at once has already ended the run (no `tool.completed`); one that only
+ * interrupts lets the tool notice it, after `toolInterruptLagMs`, and fail.
+ */
+async function failInterruptedTool(env: RunEnvironment, run: RunState, tool: string, startedAt: number): Promise<void> {
+  if (!run.isLive) return;
+  await env.timers.delay(env.toolInterruptLagMs);
+  completeTool(env, run, tool, secondsSince(startedAt), true);
+}
+
+function completeTool(env: RunEnvironment, run: RunState, tool: string, seconds: number, error: boolean): void {
+  if (!run.isLive) return;
+  emitEvent(env, run, 'tool.completed', { tool, duration: Math.round(seconds * 1000) / 1000, error }, 'lookup');
+}
+
+function secondsSince(startedAt: number): number {
+  return (performance.now() - startedAt) / 1000;
 }
 
 /**

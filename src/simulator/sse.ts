@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { RunStream } from './run-stream.js';
 import type { TimerRegistry } from './timers.js';
+import { dropSecurityHeaders } from './wire.js';
 
 export interface SseOptions {
   keepaliveMs: number;
@@ -31,6 +32,7 @@ export async function streamRunEvents(res: ServerResponse, stream: RunStream, op
 }
 
 function openEventStream(res: ServerResponse): void {
+  dropSecurityHeaders(res);
   res.setHeader('Content-Type', 'text/event-stream');
   res.setHeader('Cache-Control', 'no-cache');
   res.setHeader('X-Accel-Buffering', 'no');

@@ -1,18 +1,23 @@
-export type SimulatorProfile = 'pin' | 'later';
+/** `pin`: Hermes 0.18.2; `v0.19`: Hermes 0.19.0; `later`: the unreleased Hermes of the reference's §9. */
+export type SimulatorProfile = 'pin' | 'v0.19' | 'later';
 
 export type RunStep =
-  /** `message.delta` */
+  /** `message.delta`; consecutive deltas make one model turn, whose text `reasoning.available` repeats when the turn ends. */
   | { type: 'delta'; text: string }
-  /** `tool.started` then `tool.completed` */
-  | { type: 'tool'; tool: string; preview?: string | null; duration?: number; error?: boolean }
+  /**
+   * `tool.started`, then (after `runMs`, which a stop interrupts) `tool.completed`. After an
+   * `approval` step the tool has already started: only `tool.completed` is emitted.
+   */
+  | { type: 'tool'; tool: string; preview?: string | null; duration?: number; error?: boolean; runMs?: number }
   /** `reasoning.available` */
   | { type: 'reasoning'; text: string }
   /**
-   * `approval.request`, status `waiting_for_approval`, then blocks until answered through
-   * `POST …/approval`, until `approvalTimeoutMs` (denied; the status stays `waiting_for_approval`),
-   * or until the run is stopped. A denial (or timeout) makes the next `tool` step report `error: true`.
+   * `tool.started` for the command (`tool`, default `terminal`), then `approval.request`, status
+   * `waiting_for_approval`, then blocks until answered through `POST …/approval`, until
+   * `approvalTimeoutMs` (denied; the status stays `waiting_for_approval`), or until the run is
+   * stopped. The next `tool` step completes that tool; a denial (or timeout) makes it `error: true`.
    */
-  | { type: 'approval'; command: string; pattern_key?: string; description?: string }
+  | { type: 'approval'; command: string; pattern_key?: string; description?: string; tool?: string }
   /** Pause; interruptible by stop. */
   | { type: 'sleep'; ms: number }
   /** `run.failed`, status `failed`; ends the run. */
@@ -47,8 +52,13 @@ export interface HermesSimulatorOptions {
   retentionMs?: number;
   /** Default 1000: how long the events route waits for the stream to appear (polling every 50 ms). */
   streamLookupMs?: number;
-  /** Default 300000. */
+  /** Default: the profile's (300000; 60000 for `v0.19`). */
   approvalTimeoutMs?: number;
+  /**
+   * Default 1300: in the profiles where stop only interrupts (`v0.19`, `later`), how long a running
+   * `tool` step takes to notice the interrupt and complete with `error: true`.
+   */
+  toolInterruptLagMs?: number;
   /** Default 0: pause between script steps. */
   stepDelayMs?: number;
   /** Default []; '*' allowed. */
@@ -94,7 +104,7 @@ export interface SimulatedRun {
   idempotencyKey?: string;
 }
 
-export type SimulatorRoute = 'start' | 'status' | 'events' | 'approval' | 'stop';
+export type SimulatorRoute = 'health' | 'start' | 'status' | 'events' | 'approval' | 'stop';
 
 export interface SimulatorFault {
   route: SimulatorRoute;
@@ -121,7 +131,7 @@ export interface HermesSimulator {
   injectFault(fault: SimulatorFault): void;
   /**
    * Simulate a process restart: live runs stop silently and every open connection drops.
-   * Pin: all run state is forgotten (every id answers 404). Later: idempotency records and
+   * Pin and v0.19: all run state is forgotten (every id answers 404). Later: idempotency records and
    * terminal statuses survive; unsettled runs become `interrupted`.
    */
   restart(): void;

@@ -125,6 +125,7 @@ export interface EvidenceFile {
     endpoint_id: string;
     tenant_binding: string | null;
     credential_revision: string;
+    hermes: { version: string | null; platform: string | null; read_from: string; problem: string | null };
     checks: Array<{ id: string; result: string; reason: string | null; evidence: Record<string, unknown> }>;
   }>;
   [field: string]: unknown;

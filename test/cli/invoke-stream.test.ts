@@ -41,9 +41,9 @@ describe('hermes-aip invoke … run_events', { timeout: 60_000 }, () => {
     assertMatches('aip/action-result.schema.json', result);
     expect(chunks.map((chunk) => chunk['sequence'])).toEqual(chunks.map((_, index) => index));
     const events = chunks.map((chunk) => (chunk['data'] as { hermes_sse: { event: string } }).hermes_sse.event);
-    expect(events).toEqual(['message.delta', 'approval.request', 'approval.responded', 'message.delta', 'run.completed']);
-    expect(chunks.map((chunk) => chunk['kind'])).toEqual(['data', 'pending_approval', 'data', 'data', 'done']);
+    expect(events).toEqual(['message.delta', 'reasoning.available', 'tool.started', 'approval.request', 'approval.responded', 'message.delta', 'reasoning.available', 'run.completed']);
+    expect(chunks.map((chunk) => chunk['kind'])).toEqual(['data', 'thought', 'tool', 'pending_approval', 'data', 'data', 'thought', 'done']);
     expect(result).toMatchObject({ status: 'completed', output: { terminal_event: 'run.completed' } });
-    expect(result.output.events).toHaveLength(5);
+    expect(result.output.events).toHaveLength(8);
   });
 });

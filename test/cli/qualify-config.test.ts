@@ -23,6 +23,12 @@ describe('hermes-aip qualify --config against an external simulator', { timeout:
       credential_source: `apiKeyFile ${join(folder, 'hermes.key')}`,
     });
     expect(endpoint?.checks.map((check) => check.result)).toEqual(CHECK_IDS.map(() => 'passed'));
+    // Not --simulate: a live target, named by the version its /health reports (here the simulator's own).
+    expect(evidence['target']).toMatchObject({ kind: 'live', simulator_profile: null });
+    expect(endpoint?.hermes).toEqual({ version: '0.18.2+aip-simulator', platform: 'hermes-agent', read_from: 'GET /health', problem: null });
+    const report = readFileSync(join(out, 'report.html'), 'utf8');
+    expect(report).toContain('live Hermes 0.18.2+aip-simulator');
+    expect(report).not.toContain('embedded Hermes simulator');
 
     // No sim_script: the simulator ran its prompt-driven scripts, an approval for the default prompt's recursive delete.
     const starts = sim.requests.filter((request) => request.method === 'POST' && request.path === '/v1/runs');
@@ -46,5 +52,17 @@ describe('hermes-aip qualify --config against an external simulator', { timeout:
     const failed = evidence.endpoints[0]?.checks.filter((check) => check.result === 'failed') ?? [];
     expect(failed.map((check) => check.id)).toEqual(CHECK_IDS.slice(1));
     expect(failed[0]?.reason).toMatch(/connector\.hermes_agent\.authentication/);
+    // /health needs no key: the version is read all the same.
+    expect(evidence.endpoints[0]?.hermes.version).toBe('0.18.2+aip-simulator');
+  });
+
+  it('records why the version is unknown when GET /health does not answer with one', async () => {
+    const { sim, configPath, folder } = await simulatorWithConfig();
+    sim.injectFault({ route: 'health', response: { status: 503, body: '{}' } });
+    const run = await runCli(['qualify', '--config', configPath, '--out', join(folder, 'out'), '--timeout', '20']);
+    expect(run.code, run.stdout).toBe(0);
+    const evidence = readEvidence(join(folder, 'out'));
+    expect(evidence.endpoints[0]?.hermes).toEqual({ version: null, platform: null, read_from: 'GET /health', problem: 'GET /health answered HTTP 503' });
+    expect(readFileSync(join(folder, 'out', 'report.html'), 'utf8')).toContain('unknown: GET /health answered HTTP 503');
   });
 });

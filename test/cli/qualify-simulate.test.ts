@@ -17,6 +17,8 @@ describe('hermes-aip qualify --simulate --out DIR (what npm start runs)', { time
     const evidence = readEvidence(out);
     expect(evidence.result).toBe('passed');
     expect(evidence['target']).toMatchObject({ kind: 'simulator', simulator_profile: 'pin' });
+    expect(evidence.endpoints[0]?.hermes).toEqual({ version: '0.18.2+aip-simulator', platform: 'hermes-agent', read_from: 'GET /health', problem: null });
+    expect(readFileSync(join(out, 'report.html'), 'utf8')).toContain('embedded Hermes simulator, profile pin (0.18.2+aip-simulator)');
     const checks = evidence.endpoints[0]?.checks ?? [];
     expect(checks.map((check) => check.id)).toEqual(CHECK_IDS);
     expect(checks.every((check) => check.result === 'passed' && check.reason === null)).toBe(true);
@@ -33,6 +35,16 @@ describe('hermes-aip qualify --simulate --out DIR (what npm start runs)', { time
     expect(written).not.toMatch(/hk_sim_[0-9a-f]+/);
     expect(written).not.toMatch(/Bearer/i);
     expect(written).not.toContain('Use the terminal tool');
+  });
+
+  it('passes against the v0.19 profile and records the release it models', async () => {
+    const out = join(tempDir(), 'qualification');
+    const run = await runCli(['qualify', '--simulate', '--profile', 'v0.19', '--out', out]);
+    expect(run.code, run.stdout).toBe(0);
+    expect(run.stdout).toMatch(/Qualification PASSED: 8\/8/);
+    const evidence = readEvidence(out);
+    expect(evidence['target']).toMatchObject({ kind: 'simulator', simulator_profile: 'v0.19' });
+    expect(evidence.endpoints[0]?.hermes.version).toBe('0.19.0+aip-simulator');
   });
 
   it('passes against the later profile too', async () => {

@@ -13,7 +13,7 @@ function evidenceWith(text: string): QualificationEvidence {
     started_at: at,
     finished_at: at,
     duration_ms: 1,
-    target: { kind: 'configured', config_source: `file ${text}`, simulator_profile: null, note: text },
+    target: { kind: 'live', config_source: `file ${text}`, simulator_profile: null, note: text },
     identities: {
       aip_protocol_version: '1.0',
       contracts_digest: `sha256:${'0'.repeat(64)}`,
@@ -27,6 +27,7 @@ function evidenceWith(text: string): QualificationEvidence {
         endpoint_id: 'local',
         display_name: text,
         base_url: 'http://127.0.0.1:1',
+        hermes: { version: text, platform: text, read_from: 'GET /health', problem: null },
         tenant_binding: text,
         credential_revision: '0'.repeat(12),
         credential_source: text,

@@ -10,6 +10,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startFakeModel, type FakeModel } from '../../src/fake-model/index.js';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const VENVS = join(REPO, '.hermes');
@@ -125,6 +126,54 @@ export async function startRealHermes(options: RealHermesOptions): Promise<RealH
     throw new Error(`Hermes ${options.version} did not become healthy on ${baseUrl}: ${(error as Error).message}\n--- Hermes output ---\n${output}\n${logs}`);
   }
   return { version: options.version, baseUrl, apiKey, scratchDir, hermesHome, output: () => output, stop };
+}
+
+export interface LaunchedHermes {
+  readonly hermes: RealHermes;
+  readonly model: FakeModel;
+  /** An endpoints file for `hermes-aip qualify|invoke --config` (endpoint id `real`); the key is in a private file beside it. */
+  readonly endpointsFile: string;
+  close(): Promise<void>;
+}
+
+/**
+ * The fake model, a real Hermes using it, and an endpoints file for the CLI, as `npm run
+ * hermes:launch` and `npm run hermes:qualify` use them. `close()` stops both and removes the files.
+ */
+export async function launchHermesForCli(options: Omit<RealHermesOptions, 'fakeModelUrl'>): Promise<LaunchedHermes> {
+  const model = await startFakeModel();
+  let hermes: RealHermes;
+  try {
+    hermes = await startRealHermes({ ...options, fakeModelUrl: model.baseUrl });
+  } catch (error) {
+    await model.close();
+    throw error;
+  }
+  const folder = mkdtempSync(join(tmpdir(), 'hermes-launch-'));
+  writeFileSync(join(folder, 'api-key'), `${hermes.apiKey}\n`, { mode: 0o600 });
+  const endpointsFile = join(folder, 'endpoints.json');
+  writeFileSync(endpointsFile, `${JSON.stringify({ endpoints: [{ id: 'real', baseUrl: hermes.baseUrl, apiKeyFile: 'api-key' }] }, null, 2)}\n`, { mode: 0o600 });
+  return {
+    hermes,
+    model,
+    endpointsFile,
+    async close() {
+      await hermes.stop();
+      await model.close();
+      rmSync(folder, { recursive: true, force: true });
+    },
+  };
+}
+
+/** `--version` if given and installed, else the newest installed release; exits with a hint otherwise. */
+export function chosenHermesVersion(script: string, requested: string | undefined): string {
+  const installed = installedHermesVersions();
+  const version = requested ?? installed.at(-1);
+  if (version === undefined || !installed.includes(version)) {
+    console.error(`${script}: Hermes ${version ?? ''} is not installed (installed: ${installed.join(', ') || 'none'}); run npm run hermes:install`);
+    process.exit(2);
+  }
+  return version;
 }
 
 async function freePort(): Promise<number> {

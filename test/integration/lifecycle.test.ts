@@ -44,19 +44,21 @@ describe('full lifecycle over loopback', () => {
     expect(output.text).toBe('Checking done');
     expect(output.events.map((event) => event.event)).toEqual([
       'message.delta',
+      'reasoning.available',
+      'tool.started',
       'approval.request',
       'approval.responded',
-      'tool.started',
       'tool.completed',
       'message.delta',
+      'reasoning.available',
       'run.completed',
     ]);
-    expect(output.events[1]?.data).toMatchObject({ command: 'rm -rf ./scratch', choices: ['once', 'session', 'always', 'deny'], run_id: runId });
+    expect(output.events[3]?.data).toMatchObject({ command: 'rm -rf ./scratch', choices: ['once', 'session', 'always', 'deny'], run_id: runId });
 
     const chunks = h.chunks.get(events.action_id) ?? [];
-    expect(chunks.map((chunk) => chunk.kind)).toEqual(['data', 'pending_approval', 'data', 'tool', 'tool', 'data', 'done']);
+    expect(chunks.map((chunk) => chunk.kind)).toEqual(['data', 'thought', 'tool', 'pending_approval', 'data', 'tool', 'data', 'thought', 'done']);
     expect(chunks[0]?.part).toEqual({ type: 'text', text: 'Checking ' });
-    expect(chunks[6]?.data).toEqual({ hermes_sse: output.events[6] });
+    expect(chunks[8]?.data).toEqual({ hermes_sse: output.events[8] });
 
     const status = await statusOf(runId);
     expect(status).toMatchObject({ status: 'completed', output: 'Removed.', last_event: 'run.completed' });

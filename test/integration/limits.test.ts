@@ -137,7 +137,7 @@ describe('limits.maxStreamResponseBytes', () => {
     const output = result.output as EventsOutput;
     expect(output.http_status).toBe(200);
     expect(output.terminal).toBe(false);
-    expect(output.events.map((event) => event.event).slice(0, 2)).toEqual(['message.delta', 'approval.request']);
+    expect(output.events.map((event) => event.event).slice(0, 4)).toEqual(['message.delta', 'reasoning.available', 'tool.started', 'approval.request']);
     expect(output.text.startsWith('first ')).toBe(true);
     // Less than the whole stream: 60 frames of well over 100 bytes cannot fit in 4096.
     expect(output.events.filter((event) => event.event === 'message.delta').length).toBeLessThan(61);
@@ -166,7 +166,8 @@ describe('max_events', () => {
     const runId = await h.startRun({ input: 'hi', sim_script: [...steps, { type: 'complete', output: 'abcde' }] });
     const { result } = await readEvents(h, runId, { max_events: 10 });
     expect(result.status, JSON.stringify(result.error)).toBe('completed');
-    expect((result.output as EventsOutput).events).toHaveLength(6);
+    // Five deltas, reasoning.available (the turn's text), run.completed.
+    expect((result.output as EventsOutput).events).toHaveLength(7);
   });
 
   it.each([[0], [100_001], [-1], [2.5]])('max_events %d is invalid_input, no request', async (maxEvents) => {

@@ -1,7 +1,9 @@
 /**
- * The connector against both simulator profiles: `pin` (the pinned Hermes revision: state in
- * memory only, one SSE subscription per run) and `later` (§9 of the Hermes reference:
- * Idempotency-Key on runs, `replayed`, `interrupted` after a restart, stop on terminal runs).
+ * The connector against every simulator profile: `pin` (Hermes 0.18.2, the pinned revision: state
+ * in memory only, one SSE subscription per run), `v0.19` (Hermes 0.19.0: stop only interrupts, the
+ * 429 gate counts live runs) and `later` (§9 of the Hermes reference: Idempotency-Key on runs,
+ * `replayed`, `interrupted` after a restart, stop on terminal runs). test/real-hermes/fidelity.test.ts
+ * holds `pin` and `v0.19` against the released Hermes.
  */
 import { describe, expect, it } from 'vitest';
 import type { AipActionResult, ExecutionContext } from 'aip-connector-hermes-agent';
@@ -132,7 +134,75 @@ describe('later profile', () => {
   });
 });
 
+describe('v0.19 profile (Hermes 0.19.0)', () => {
+  const v019: HarnessOptions = { simulator: { profile: 'v0.19', toolInterruptLagMs: 300 } };
+  const slowTool = [{ type: 'tool', tool: 'terminal', preview: 'sleep 30', runMs: 30_000 }, { type: 'complete', output: 'late' }];
+
+  it('the 202 body has no replayed field', async () => {
+    const h = await harness(v019);
+    const result = await start(h, { input: 'hi', sim_script: script.quick() }, nextId('key'));
+    expect(result.status, JSON.stringify(result.error)).toBe('completed');
+    expect(result.output).toEqual({ run_id: expect.stringMatching(RUN_ID), status: 'started' });
+  });
+
+  it('a stop during a tool: stopping, then the tool fails and the run is cancelled', async () => {
+    const h = await harness(v019);
+    const runId = await h.startRun({ input: 'hi', sim_script: slowTool });
+    let stopped: Promise<AipActionResult> | undefined;
+    const read = await h.invoke(
+      { capability_id: h.cap('run_events'), input: { run_id: runId } },
+      { onChunk: (chunk) => void (chunk.kind === 'tool' && stopped === undefined && (stopped = stop(h, runId))) },
+    );
+    const answer = await stopped;
+    expect(answer?.status, JSON.stringify(answer?.error)).toBe('completed');
+    expect(answer?.output).toEqual({ run_id: runId, status: 'stopping' });
+    expect(read.status, JSON.stringify(read.error)).toBe('cancelled');
+    const output = read.output as { events: Array<{ event: string; data: Record<string, unknown> }> };
+    expect(output.events.map((event) => event.event)).toEqual(['tool.started', 'tool.completed', 'run.cancelled']);
+    expect(output.events[1]?.data).toMatchObject({ error: true });
+    expect((await status(h, runId)).output).toMatchObject({ status: 'cancelled', last_event: 'run.cancelled' });
+  });
+
+  it('run_status reads stopping until the interrupted tool has ended', async () => {
+    const h = await harness(v019);
+    const runId = await h.startRun({ input: 'hi', sim_script: slowTool });
+    await waitForStatus(h, runId, 'running');
+    expect((await stop(h, runId)).output).toEqual({ run_id: runId, status: 'stopping' });
+    expect((await status(h, runId)).output).toMatchObject({ status: 'stopping', last_event: 'run.stopping' });
+    await waitForStatus(h, runId, 'cancelled');
+  });
+
+  it('stop on a finished run is still not_found (unlike later)', async () => {
+    const h = await harness(v019);
+    const runId = await h.startRun({ input: 'hi', sim_script: script.quick() });
+    await waitForStatus(h, runId, 'completed');
+    expectFailure(await stop(h, runId), { code: 'not_found', remote_status: 404, provider_code: 'run_not_found', operation: 'run_stop' });
+  });
+
+  it('the 429 gate counts live runs: a finished run with an unread stream frees its slot, a run waiting for approval holds it', async () => {
+    const h = await harness({ simulator: { ...v019.simulator, maxConcurrentRuns: 1 } });
+    const finished = await h.startRun({ input: 'hi', sim_script: script.quick() });
+    await waitForStatus(h, finished, 'completed');
+    const waiting = await h.startRun({ input: 'hi', sim_script: script.approval() });
+    await waitForStatus(h, waiting, 'waiting_for_approval');
+    const refused = await start(h, { input: 'hi', sim_script: script.quick() }, nextId('key'));
+    expect(refused.error).toMatchObject({ code: `${PREFIX}rate_limited`, category: 'temporary', retryable: true, retry_after_ms: 1000 });
+    expect(refused.error?.details).toMatchObject({ remote_status: 429, provider_code: 'rate_limit_exceeded' });
+  });
+});
+
 describe('pin profile', () => {
+  it('the 429 gate counts streams: a finished run whose stream nobody read holds its slot', async () => {
+    const h = await harness({ simulator: { maxConcurrentRuns: 1 } });
+    const finished = await h.startRun({ input: 'hi', sim_script: script.quick() });
+    await waitForStatus(h, finished, 'completed');
+    const refused = await start(h, { input: 'hi', sim_script: script.quick() }, nextId('key'));
+    expect(refused.error).toMatchObject({ code: `${PREFIX}rate_limited`, retry_after_ms: 1000 });
+    expect((await events(h, finished)).status).toBe('completed');
+    const admitted = await start(h, { input: 'hi', sim_script: script.quick() }, nextId('key'));
+    expect(admitted.status, JSON.stringify(admitted.error)).toBe('completed');
+  });
+
   it('the 202 body has no replayed field', async () => {
     const h = await harness();
     const result = await start(h, { input: 'hi', sim_script: script.quick() }, nextId('key'));

@@ -123,8 +123,26 @@ describe('answers match the captured bytes', () => {
   });
 });
 
+/**
+ * Where the released Hermes (0.18.2 and 0.19.0, docs/real-hermes-findings.md) contradicts the
+ * reference these captures were made from, the simulator follows Hermes: no security headers on
+ * a stream, `allow_permanent` in `approval.request`, `tool.started` before the approval, and
+ * `reasoning.available` after every turn with text.
+ */
+const SECURITY_HEADER_NAMES = new Set([
+  'content-security-policy',
+  'permissions-policy',
+  'strict-transport-security',
+  'x-content-type-options',
+  'x-frame-options',
+  'x-xss-protection',
+  'referrer-policy',
+]);
+const withoutSecurityHeaders = (headers: Array<[string, string]>) => headers.filter(([name]) => !SECURITY_HEADER_NAMES.has(name.toLowerCase()));
+const withoutAllowPermanent = (frame: string) => frame.replace('"allow_permanent": true, ', '');
+
 describe('SSE frames match the captured bytes', () => {
-  it('one chunk per frame, data-only frames, stream closed, and the capture headers', async () => {
+  it('one chunk per frame, data-only frames, stream closed, and the capture headers but the security ones', async () => {
     const sim = await startSim();
     const runId = await startRun(
       sim,
@@ -145,10 +163,10 @@ describe('SSE frames match the captured bytes', () => {
     const capture = readCapture('02-events-lifecycle.http').response;
 
     expect(ours.statusLine).toBe(capture.statusLine);
-    expect(comparableHeaders(ours)).toEqual(comparableHeaders(capture));
-    const ourChunks = dechunk(ours.rawBody);
+    expect(comparableHeaders(ours)).toEqual(withoutSecurityHeaders(comparableHeaders(capture)));
+    const ourChunks = dechunk(ours.rawBody).map(withoutAllowPermanent);
     const captured = dechunk(capture.rawBody).filter((frame) => frame !== ': keepalive\n\n');
-    // Our tool step emits tool.started after the approval; compare frames by event type.
+    // Hermes emits tool.started before the approval; compare frames by event type (the last one of each).
     const byEvent = (frames: string[]): Map<string, string> =>
       new Map(frames.map((frame) => [frame.startsWith('data: ') ? String(JSON.parse(frame.slice(6)).event) : frame, normalize(frame)]));
     const expected = byEvent(captured);

@@ -75,7 +75,7 @@ describe('the sweep', () => {
     expect((await call(sim, 'POST', '/v1/runs', { body: '{"input": "b"}' })).status).toBe(202);
   });
 
-  it('at the pin keeps feeding an open subscriber deltas and run.* but drops tool events', async () => {
+  it('at the pin keeps feeding an open subscriber deltas and run.* but drops tool events after the sweep', async () => {
     const sim = await startSim({ streamTtlMs: 0 });
     const runId = await startRun(sim, scripted([
       { type: 'approval', command: 'hold' },
@@ -89,7 +89,9 @@ describe('the sweep', () => {
     expect(await events.finished).toBe('end');
     expect(events.text()).toContain('"delta": "after"');
     expect(events.text()).toContain('"run.completed"');
-    expect(events.text()).not.toContain('"tool.started"');
+    expect(events.text()).toContain('"tool.started"'); // sent before the sweep
+    expect(events.text()).not.toContain('"tool.completed"');
+    expect(events.text()).not.toContain('"reasoning.available"');
     expect(events.text().endsWith(': stream closed\n\n')).toBe(true);
   });
 

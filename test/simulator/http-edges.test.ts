@@ -91,7 +91,7 @@ describe('POST /v1/runs validation', () => {
     expect(blank.headers['x-hermes-session-key']).toBeUndefined();
   });
 
-  it('answers an oversized chunked body with 400 Invalid JSON', async () => {
+  it('answers an oversized chunked body with 400 Invalid JSON (the handler catches the limit before the middleware does)', async () => {
     const sim = await startSim();
     const big = Buffer.alloc(10_000_001, 0x20);
     const answer = await request(`${sim.url}/v1/runs`, {
@@ -102,20 +102,31 @@ describe('POST /v1/runs validation', () => {
     });
     expect(answer.statusCode).toBe(400);
     expect(await answer.body.text()).toBe(error('Invalid JSON'));
+    expect(answer.headers['x-frame-options']).toBe('DENY');
   });
 });
 
 describe('middleware and routing', () => {
-  it('puts the security headers on every answer, errors and 404s included', async () => {
+  it('puts the security headers on what a route handler answers, errors included', async () => {
     const sim = await startSim();
     for (const answer of [
       await call(sim, 'GET', '/v1/runs/x'),
-      await call(sim, 'GET', '/nowhere'),
       await call(sim, 'POST', '/v1/runs', { body: '{}' }),
-      await call(sim, 'GET', '/v1/runs', { headers: { authorization: 'x' } }),
+      await call(sim, 'GET', '/v1/runs/x', { headers: { authorization: 'x' } }),
+      await call(sim, 'GET', '/health'),
     ]) {
       expect(answer.headers).toMatchObject(SECURITY);
     }
+  });
+
+  it('sends no security headers where the middleware never sees an answer: unknown routes, wrong methods, 413', async () => {
+    const sim = await startSim();
+    for (const answer of [await call(sim, 'GET', '/nowhere'), await call(sim, 'GET', '/v1/runs')]) {
+      for (const name of Object.keys(SECURITY)) expect(answer.headers[name], name).toBeUndefined();
+    }
+    const declaredTooLarge = await rawExchange(sim.port, 'POST /v1/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: 10000001\r\n\r\n');
+    expect(declaredTooLarge.statusLine).toBe('HTTP/1.1 413 Payload Too Large');
+    for (const name of Object.keys(SECURITY)) expect(declaredTooLarge.header(name), name).toBeUndefined();
   });
 
   it('answers unknown routes with aiohttp text and wrong methods with 405', async () => {

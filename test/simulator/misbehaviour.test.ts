@@ -21,7 +21,7 @@ describe('misbehaviour: approvalsLeakAcrossSession', () => {
     expect(JSON.parse(answer.text)).toEqual({ object: 'hermes.run.approval_response', run_id: second, choice: 'once', resolved: 1 });
     await waitForStatus(sim, first, 'completed');
     expect(sim.run(second)?.pendingApprovals).toBe(1);
-    expect(sim.run(second)?.events.map((event) => event['event'])).toEqual(['approval.request', 'approval.responded']);
+    expect(sim.run(second)?.events.map((event) => event['event'])).toEqual(['tool.started', 'approval.request', 'approval.responded']);
   });
 
   it('keeps runs of different sessions apart', async () => {

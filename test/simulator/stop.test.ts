@@ -59,7 +59,7 @@ describe('stop at the pin', () => {
     expect((await call(sim, 'POST', `/v1/runs/${runId}/stop`)).status).toBe(200);
     expect(sim.run(runId)?.pendingApprovals).toBe(0);
     expect(sim.run(runId)?.status).toBe('cancelled');
-    expect(sim.run(runId)?.events.map((e) => e['event'])).toEqual(['approval.request', 'run.cancelled']);
+    expect(sim.run(runId)?.events.map((e) => e['event'])).toEqual(['tool.started', 'approval.request', 'run.cancelled']);
     const approval = await call(sim, 'POST', `/v1/runs/${runId}/approval`, { body: '{"choice": "once"}' });
     expect(JSON.parse(approval.text).error.code).toBe('approval_not_active');
   });

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { startHermesSimulator, type HermesSimulator } from '../../simulator/index.js';
+import { PROFILE_TRAITS, SIMULATOR_PROFILES, startHermesSimulator, type HermesSimulator, type SimulatorProfile } from '../../simulator/index.js';
 import { HELP_OPTION, fileErrorText, integerOption, parseCommand } from '../args.js';
 import { openConnector, describeLedger, loadConfig } from '../config.js';
 import { EXIT, UsageError } from '../errors.js';
@@ -51,7 +51,7 @@ export async function qualifyCommand(args: string[]): Promise<number> {
   }
   if (values.simulate && values.config !== undefined) throw new UsageError('qualify: --simulate and --config exclude each other');
   if (values.profile !== undefined && !values.simulate) throw new UsageError('qualify: --profile applies only with --simulate');
-  if (values.profile !== undefined && values.profile !== 'pin' && values.profile !== 'later') throw new UsageError('qualify: --profile must be pin or later');
+  if (values.profile !== undefined && !isSimulatorProfile(values.profile)) throw new UsageError(`qualify: --profile must be one of ${SIMULATOR_PROFILES.join(', ')}`);
   for (const name of ['approval-prompt', 'harmless-prompt'] as const) {
     if (values[name] !== undefined && values[name].trim() === '') throw new UsageError(`qualify: --${name} must not be empty`);
   }
@@ -62,7 +62,7 @@ export async function qualifyCommand(args: string[]): Promise<number> {
   const scratchCommand = `rm -rf ./aip-qualification-scratch-${randomBytes(6).toString('hex')}`;
   const approvalPrompt = values['approval-prompt'] ?? defaultApprovalPrompt(scratchCommand);
   const harmlessPrompt = values['harmless-prompt'] ?? DEFAULT_HARMLESS_PROMPT;
-  const profile = values.profile === 'later' ? 'later' : 'pin';
+  const profile: SimulatorProfile = values.profile !== undefined && isSimulatorProfile(values.profile) ? values.profile : 'pin';
   const identities = artifactIdentities();
 
   let simulator: HermesSimulator | undefined;
@@ -87,8 +87,8 @@ export async function qualifyCommand(args: string[]): Promise<number> {
     harmlessPrompt,
     signal: interrupt.signal,
     ...(simulator ? { scripts: simulatorScripts(scratchCommand), providerRequestCount: () => simulator.requests.length } : {}),
-    // The later profile keeps interrupted runs' statuses over a restart: only the pin forgets them.
-    ...(simulator && profile === 'pin' ? { restartProvider: () => simulator.restart() } : {}),
+    // The later profile keeps interrupted runs' statuses over a restart: only 0.18.2 and 0.19.0 forget them.
+    ...(simulator && !PROFILE_TRAITS[profile].durableStatuses ? { restartProvider: () => simulator.restart() } : {}),
   };
   const progress = createProgress(process.stdout);
   const startedAt = Date.now();
@@ -119,12 +119,12 @@ export async function qualifyCommand(args: string[]): Promise<number> {
     finished_at: new Date(finishedAt).toISOString(),
     duration_ms: finishedAt - startedAt,
     target: {
-      kind: simulator ? 'simulator' : 'configured',
+      kind: simulator ? 'simulator' : 'live',
       config_source: config.source,
       simulator_profile: simulator ? profile : null,
       note: simulator
-        ? 'Qualified against the embedded Hermes simulator, a clean-room model of the pinned revision: this is evidence about the connector and this tool, not about any live Hermes deployment.'
-        : 'Qualified against the configured endpoints: the evidence holds for these endpoints, credential revisions and connector revision at the recorded times.',
+        ? `Qualified against the embedded Hermes simulator (profile ${profile}), a clean-room model: this is evidence about the connector and this tool, not about any live Hermes deployment.`
+        : `Qualified against live Hermes (${liveVersions(endpoints)}): the evidence holds for these endpoints, Hermes versions, credential revisions and connector revision at the recorded times.`,
     },
     identities,
     settings: {
@@ -148,6 +148,16 @@ export async function qualifyCommand(args: string[]): Promise<number> {
   }
   if (evidence.result === 'interrupted') return EXIT.interrupted;
   return evidence.result === 'passed' ? EXIT.ok : EXIT.failed;
+}
+
+function isSimulatorProfile(value: string): value is SimulatorProfile {
+  return (SIMULATOR_PROFILES as string[]).includes(value);
+}
+
+/** "version 0.19.0", "versions 0.18.2, 0.19.0", or why a version is unknown. */
+function liveVersions(endpoints: EndpointRecord[]): string {
+  const versions = [...new Set(endpoints.map((endpoint) => endpoint.hermes.version ?? 'unknown (GET /health gave none)'))];
+  return `${versions.length === 1 ? 'version' : 'versions'} ${versions.join(', ')}`;
 }
 
 function promptRecord(prompt: string, isDefault: boolean): PromptRecord {

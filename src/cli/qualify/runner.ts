@@ -4,6 +4,7 @@ import type { LoadedEndpoint } from '../config.js';
 import type { CheckRecord, CleanupRecord, EndpointRecord } from '../evidence.js';
 import { credentialRevision } from '../../config.js';
 import type { Progress } from '../progress.js';
+import { readHermesIdentity } from './hermes-health.js';
 import { CHECKS } from './index.js';
 import { EndpointSession, describeResult, type QualifySettings } from './session.js';
 import { CheckFailed, type Check } from './types.js';
@@ -28,6 +29,7 @@ export async function qualifyEndpoints(
     const session = new EndpointSession(endpoint.config, connector, ledger, settings, runIds);
     const startedAt = Date.now();
     progress.endpointStarted(endpoint.config.id, endpoint.config.baseUrl, CHECKS);
+    const hermes = await readHermesIdentity(endpoint.config.baseUrl);
     const checks: CheckRecord[] = [];
     for (const [index, check] of CHECKS.entries()) {
       progress.checkStarted(check.id);
@@ -41,6 +43,7 @@ export async function qualifyEndpoints(
       endpoint_id: endpoint.config.id,
       display_name: endpoint.config.displayName ?? null,
       base_url: endpoint.config.baseUrl,
+      hermes,
       tenant_binding: endpoint.config.tenantId ?? null,
       credential_revision: credentialRevision(endpoint.config.apiKey),
       credential_source: endpoint.keySource,

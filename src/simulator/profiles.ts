@@ -1,0 +1,70 @@
+import type { SimulatorProfile } from './types.js';
+
+/**
+ * What distinguishes the simulator's profiles: `pin` is Hermes 0.18.2 (the pinned revision's
+ * behaviour), `v0.19` is Hermes 0.19.0, both measured against the released wheels
+ * (test/real-hermes/fidelity.test.ts); `later` is the unreleased Hermes of the reference's §9.
+ */
+export interface ProfileTraits {
+  /** `version` in `GET /health`: the release modelled, marked as the simulator. */
+  readonly healthVersion: string;
+  /**
+   * Stop cancels the run's wrapper at once (`cancelled` before the 200, no `tool.completed`),
+   * instead of only interrupting the agent (`stopping` until the current step ends).
+   */
+  readonly stopCancelsAtOnce: boolean;
+  /** Stop on a finished run answers 200 with its status, and 409 `run_not_active` on a run this process lost. */
+  readonly stopAnswersFinishedRuns: boolean;
+  /** What the 429 gate counts. */
+  readonly gateCounts: 'streams' | 'streams-and-swept-live-runs' | 'live-runs';
+  /** `Idempotency-Key` on runs and `replayed` in the 202 body. */
+  readonly idempotentStarts: boolean;
+  /** A restart keeps terminal statuses and marks unsettled runs `interrupted`. */
+  readonly durableStatuses: boolean;
+  /** The sweep expires only the transport of a live run; its stop and approval keep working. */
+  readonly sweepKeepsLiveControl: boolean;
+  /** The sweep leaves a stream alone while someone is subscribed to it. */
+  readonly sweepSparesSubscribedStreams: boolean;
+  /** Default approval timeout (0.18.2 reads `approvals.gateway_timeout`, 300 s; 0.19.0 `approvals.timeout`, 60 s). */
+  readonly approvalTimeoutMs: number;
+}
+
+const SIMULATOR_MARK = '+aip-simulator';
+
+export const PROFILE_TRAITS: Readonly<Record<SimulatorProfile, ProfileTraits>> = {
+  pin: {
+    healthVersion: `0.18.2${SIMULATOR_MARK}`,
+    stopCancelsAtOnce: true,
+    stopAnswersFinishedRuns: false,
+    gateCounts: 'streams',
+    idempotentStarts: false,
+    durableStatuses: false,
+    sweepKeepsLiveControl: false,
+    sweepSparesSubscribedStreams: false,
+    approvalTimeoutMs: 300_000,
+  },
+  'v0.19': {
+    healthVersion: `0.19.0${SIMULATOR_MARK}`,
+    stopCancelsAtOnce: false,
+    stopAnswersFinishedRuns: false,
+    gateCounts: 'live-runs',
+    idempotentStarts: false,
+    durableStatuses: false,
+    sweepKeepsLiveControl: true,
+    sweepSparesSubscribedStreams: true,
+    approvalTimeoutMs: 60_000,
+  },
+  later: {
+    healthVersion: `later${SIMULATOR_MARK}`,
+    stopCancelsAtOnce: false,
+    stopAnswersFinishedRuns: true,
+    gateCounts: 'streams-and-swept-live-runs',
+    idempotentStarts: true,
+    durableStatuses: true,
+    sweepKeepsLiveControl: true,
+    sweepSparesSubscribedStreams: false,
+    approvalTimeoutMs: 300_000,
+  },
+};
+
+export const SIMULATOR_PROFILES = Object.keys(PROFILE_TRAITS) as SimulatorProfile[];
