@@ -118,6 +118,8 @@ interface World {
   plan: TorturePlan;
   planFile: string;
   options: TortureOptions;
+  /** The database fault of the round, if any: the checks wait for it (and for the server to be back). */
+  fault: Promise<void>;
 }
 
 async function startWorld(options: TortureOptions, planFile: string): Promise<World> {
@@ -126,7 +128,7 @@ async function startWorld(options: TortureOptions, planFile: string): Promise<Wo
   const herm = await startHermSimulator({ apiKey: HERM_KEY, keepaliveMs: 1000 });
   const proxies = { hermes: await startKillProxy(hermes.url), herm: await startKillProxy(herm.url) };
   const store = options.ledger === 'postgres' ? await createPostgresStore(requirePgUrl(options)) : createSqliteStore();
-  return { hermes, herm, proxies, store, plan: { lifecycles: [], jobs: [] }, planFile, options };
+  return { hermes, herm, proxies, store, plan: { lifecycles: [], jobs: [] }, planFile, options, fault: Promise.resolve() };
 }
 
 function requirePgUrl(options: TortureOptions): string {
@@ -175,7 +177,7 @@ function chooseMoment(world: World, random: () => number, restartsLeft: number):
 function armKill(world: World, moment: Moment, random: () => number, incarnation: Incarnation, faults: TortureSummary['pg_faults']): Promise<void> {
   if (moment === 'random') return sleep(200 + random() * 2500);
   if (moment === 'pg-terminate' || moment === 'pg-restart') {
-    void databaseFault(world, moment, random, incarnation, faults);
+    world.fault = databaseFault(world, moment, random, incarnation, faults);
     return new Promise<void>(() => undefined);
   }
   const [route, phase] = moment.split(':') as [string, HoldPhase];
@@ -196,6 +198,16 @@ async function databaseFault(world: World, moment: Moment, random: () => number,
   if (!command) return;
   await new Promise<void>((resolve) => spawn(command, args, { stdio: 'ignore' }).once('exit', () => resolve()));
   faults.server_restarts++;
+  await serverAnswers(world.store);
+}
+
+/** Waits (bounded) until the database answers again after a restart. */
+async function serverAnswers(store: TortureStore): Promise<void> {
+  for (let attempt = 0; attempt < 300; attempt++) {
+    if (await store.query('SELECT 1').then(() => true, () => false)) return;
+    await sleep(100);
+  }
+  throw new Error('the database did not come back within 30 s of its restart');
 }
 
 export async function runTorture(options: TortureOptions): Promise<TortureSummary> {
@@ -239,6 +251,8 @@ export async function runTorture(options: TortureOptions): Promise<TortureSummar
       world.proxies.hermes.disarm();
       world.proxies.herm.disarm();
       await kill(incarnation);
+      await world.fault;
+      world.fault = Promise.resolve();
       summary.ledger_unavailable_answers += incarnation.lines.filter((line) => line.t === 'unavailable').length;
       if (outcome === 'kill') {
         summary.kills++;
