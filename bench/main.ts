@@ -6,10 +6,12 @@
 import { performance } from 'node:perf_hooks';
 import { benchDiscovery } from './discovery.js';
 import { gcSource } from './heap.js';
+import { LEDGER_CONCURRENCY, benchLedgerCost } from './ledger-cost.js';
 import { CONCURRENT_DELTAS, benchMemory } from './memory.js';
 import { buildReport, describeMachine, loadAverage, machineInfo, renderTable, writeResults, type BenchSettings, type SectionResult } from './report.js';
 import { CONCURRENCY, benchRequestOverhead } from './request-overhead.js';
 import { startBenchServer } from './servers.js';
+import { SCALE_ENDPOINTS, SCALE_STREAMS, benchScale } from './scale-streams.js';
 import { STREAM_EVENTS, benchStreamThroughput } from './stream-throughput.js';
 import { benchTelemetry } from './telemetry.js';
 
@@ -73,6 +75,9 @@ async function main(): Promise<number> {
   } finally {
     await server.close();
   }
+  // Their own servers: run_start answers, and streams held open until released.
+  sections.push(await section('Ledger cost', () => benchLedgerCost(settings, log)));
+  sections.push(await section('Scale', () => benchScale(settings, log)));
   sections.push(discovery);
 
   const durationS = (performance.now() - started) / 1000;
@@ -84,6 +89,8 @@ async function main(): Promise<number> {
     server: 'node:http on 127.0.0.1:0 in a child process, pre-rendered byte-identical bodies',
     gc: gcSource(),
     request_concurrency: String(CONCURRENCY),
+    ledger: `run_start with a fresh key per call at concurrency 1 and ${LEDGER_CONCURRENCY}; durable ledgers paired with the memory ledger of the same round; PostgreSQL only with HERMES_TEST_PG_URL`,
+    scale: `${SCALE_STREAMS} run_events streams over ${SCALE_ENDPOINTS} endpoints (one origin and pool each), held idle, then released`,
   });
   log('');
   log(renderTable(report.sections));

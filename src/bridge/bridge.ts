@@ -462,7 +462,6 @@ export function createHermBridge(options: HermBridgeOptions): HermBridge {
       const signal = AbortSignal.any([closing.signal, ...(subscribeOptions.signal ? [subscribeOptions.signal] : [])]);
       return subscribeToSession({
         client: herm,
-        origin: settings.origin,
         path: settings.streamRoute.replace('{session_id}', encodeURIComponent(sessionId)),
         signal,
         onEvent: async (event) => {

@@ -1,6 +1,10 @@
-import { Pool, type Dispatcher } from 'undici';
-import type { Secret } from '../internal/secret.js';
+import type { Dispatcher, Pool } from 'undici';
+import type { HermesFailure } from '../failures.js';
 import { USER_AGENT } from '../internal/package-info.js';
+import type { Secret } from '../internal/secret.js';
+import { CallScope, OpenCalls } from '../transport/call-scope.js';
+import { exchange } from '../transport/http-exchange.js';
+import { createOriginPool, sendRequest, type BufferedResponse, type ProviderResponse, type RequestTarget, type ResponseReading } from '../transport/http.js';
 
 /** A `user.custom_tool_result` as the bridge posts it. */
 export interface ToolResultEvent {
@@ -24,80 +28,112 @@ export type PostOutcome =
   | { kind: 'rejected'; status: number };
 
 const POST_TIMEOUT_MS = 30_000;
+/** A session stream may be quiet between tool calls: undici's own 300 s for headers and between body bytes. */
+const STREAM_TIMEOUT_MS = 300_000;
 const MAX_BODY = 1024 * 1024;
-const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT']);
 
-/** The Herm session-events route, with `x-api-key` auth. */
+/**
+ * The Herm session-events route, with `x-api-key` auth, over the connector's transport: the same
+ * pool settings, bounded reads, abort handling and "certainly not sent" classification.
+ */
 export class HermClient {
-  readonly #origin: string;
+  readonly #target: RequestTarget;
   readonly #apiKey: Secret;
-  readonly #dispatcher: Dispatcher;
   readonly #owned: Pool | undefined;
+  readonly #openCalls = new OpenCalls();
 
   constructor(origin: string, apiKey: Secret, dispatcher: Dispatcher | undefined) {
-    this.#origin = origin;
     this.#apiKey = apiKey;
-    this.#owned = dispatcher ? undefined : new Pool(origin, { connect: { timeout: 10_000 } });
-    this.#dispatcher = dispatcher ?? (this.#owned as Pool);
+    this.#owned = dispatcher ? undefined : createOriginPool(origin);
+    this.#target = { dispatcher: dispatcher ?? (this.#owned as Pool), origin, peer: 'the Herm session API' };
   }
 
-  get dispatcher(): Dispatcher {
-    return this.#dispatcher;
-  }
-
-  headers(accept: string): Record<string, string> {
-    return { 'x-api-key': this.#apiKey.reveal(), 'user-agent': USER_AGENT, accept };
+  /** Opens a streamed GET (the session's event stream); transport trouble throws HermesFailure. */
+  async openStream(path: string, signal: AbortSignal): Promise<{ response: ProviderResponse; scope: CallScope }> {
+    const scope = this.#scope(signal, undefined);
+    try {
+      const response = await sendRequest(
+        this.#target,
+        { method: 'GET', path, headers: this.#headers('text/event-stream'), headersTimeoutMs: STREAM_TIMEOUT_MS, bodyTimeoutMs: STREAM_TIMEOUT_MS },
+        scope,
+      );
+      return { response, scope };
+    } catch (error) {
+      scope.dispose();
+      throw error;
+    }
   }
 
   async postResult(sessionId: string, event: ToolResultEvent, signal: AbortSignal): Promise<PostOutcome> {
-    let response: Dispatcher.ResponseData;
+    const scope = this.#scope(signal, POST_TIMEOUT_MS);
+    let answer: BufferedResponse;
     try {
-      response = await this.#dispatcher.request({
-        origin: this.#origin,
-        path: `/v1/sessions/${encodeURIComponent(sessionId)}/events`,
-        method: 'POST',
-        headers: { ...this.headers('application/json'), 'content-type': 'application/json' },
-        body: JSON.stringify({ events: [event] }),
-        signal: AbortSignal.any([signal, AbortSignal.timeout(POST_TIMEOUT_MS)]),
-      });
+      answer = await exchange(
+        this.#target,
+        {
+          method: 'POST',
+          path: `/v1/sessions/${encodeURIComponent(sessionId)}/events`,
+          headers: { ...this.#headers('application/json'), 'content-type': 'application/json' },
+          body: JSON.stringify({ events: [event] }),
+          headersTimeoutMs: POST_TIMEOUT_MS,
+          bodyTimeoutMs: POST_TIMEOUT_MS,
+        },
+        scope,
+        ANY_JSON_UP_TO_LIMIT,
+      );
     } catch (error) {
-      const code = (error as { code?: unknown }).code;
-      const reason = typeof code === 'string' ? code : 'transport';
-      return typeof code === 'string' && NOT_SENT.has(code) ? { kind: 'retryable', reason } : { kind: 'unknown', reason };
+      const failure = error as HermesFailure;
+      const reason = transportReason(failure);
+      // Certainly not sent (refused connection, unreachable host, aborted before it started): Herm did not take it.
+      return failure.effect === 'none' ? { kind: 'retryable', reason } : { kind: 'unknown', reason };
+    } finally {
+      scope.dispose();
     }
-    const body = await readJson(response);
-    const status = response.statusCode;
-    if (status >= 200 && status < 300) {
-      const accepted = (body as { events?: unknown } | undefined)?.events;
-      const first = Array.isArray(accepted) ? (accepted[0] as Record<string, unknown> | undefined) : undefined;
-      return { kind: 'accepted', event: first ?? {} };
-    }
-    const error = (body as { error?: { type?: unknown; retryable?: unknown } } | undefined)?.error;
-    if (status === 410 && error?.type === 'response_expired') return { kind: 'expired' };
-    if (status === 429) return { kind: 'retryable', reason: 'HTTP 429' };
-    if (status >= 500) return { kind: 'unknown', reason: `HTTP ${status}` };
-    return { kind: 'rejected', status };
+    return outcomeOf(answer.statusCode, jsonOf(answer.body));
   }
 
   async close(): Promise<void> {
+    this.#openCalls.close();
     await this.#owned?.close();
+  }
+
+  #scope(signal: AbortSignal, timeoutMs: number | undefined): CallScope {
+    return new CallScope({ signal, openCalls: this.#openCalls, deadline: undefined, timeoutMs, now: Date.now });
+  }
+
+  #headers(accept: string): Record<string, string> {
+    return { 'x-api-key': this.#apiKey.reveal(), 'user-agent': USER_AGENT, accept };
   }
 }
 
-async function readJson(response: Dispatcher.ResponseData): Promise<unknown> {
+const ANY_JSON_UP_TO_LIMIT: ResponseReading = { bodyLimit: () => MAX_BODY, onStatus: () => undefined };
+
+function outcomeOf(status: number, body: unknown): PostOutcome {
+  if (status >= 200 && status < 300) {
+    const accepted = (body as { events?: unknown } | undefined)?.events;
+    const first = Array.isArray(accepted) ? (accepted[0] as Record<string, unknown> | undefined) : undefined;
+    return { kind: 'accepted', event: first ?? {} };
+  }
+  const error = (body as { error?: { type?: unknown } } | undefined)?.error;
+  if (status === 410 && error?.type === 'response_expired') return { kind: 'expired' };
+  if (status === 429) return { kind: 'retryable', reason: 'HTTP 429' };
+  if (status >= 500) return { kind: 'unknown', reason: `HTTP ${status}` };
+  return { kind: 'rejected', status };
+}
+
+/** A body that is not JSON (or was over the limit) counts as no body. */
+function jsonOf(body: Buffer | undefined): unknown {
+  if (body === undefined) return undefined;
   try {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of response.body as AsyncIterable<Buffer>) {
-      size += chunk.length;
-      if (size > MAX_BODY) {
-        response.body.destroy();
-        return undefined;
-      }
-      chunks.push(chunk);
-    }
-    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    return JSON.parse(body.toString('utf8'));
   } catch {
     return undefined;
   }
+}
+
+/** The transport's code for the failure, else its kind: what a log line and a retry decision may name. */
+function transportReason(failure: HermesFailure): string {
+  const code = failure.details?.transport_code;
+  if (typeof code === 'string') return code;
+  return failure.details?.timeout === true ? 'timeout' : failure.code;
 }

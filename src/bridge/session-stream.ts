@@ -3,7 +3,6 @@ import type { HermClient } from './herm-client.js';
 
 export interface SessionStreamOptions {
   client: HermClient;
-  origin: string;
   path: string;
   signal: AbortSignal;
   onEvent: (event: Record<string, unknown>) => Promise<void>;
@@ -24,11 +23,12 @@ const MiB = 1024 * 1024;
  * the stream ends. Rejects with a HermStreamError when it cannot open or read the stream, or an
  * event cannot be handled.
  */
-export async function subscribeToSession({ client, origin, path, signal, onEvent }: SessionStreamOptions): Promise<void> {
+export async function subscribeToSession({ client, path, signal, onEvent }: SessionStreamOptions): Promise<void> {
   if (signal.aborted) return;
+  let opened: Awaited<ReturnType<HermClient['openStream']>> | undefined;
   try {
-    const response = await client.dispatcher.request({ origin, path, method: 'GET', headers: client.headers('text/event-stream'), signal });
-    response.body.on('error', () => undefined);
+    opened = await client.openStream(path, signal);
+    const { response } = opened;
     if (response.statusCode !== 200) {
       await response.body.dump().catch(() => undefined);
       throw new HermStreamError(`the Herm session stream answered HTTP ${response.statusCode}`);
@@ -36,16 +36,21 @@ export async function subscribeToSession({ client, origin, path, signal, onEvent
     const decoder = new SseDecoder({ maxFrameBytes: MiB, maxStreamBytes: Number.MAX_SAFE_INTEGER }, 'herm');
     for await (const chunk of response.body as AsyncIterable<Buffer>) {
       for (const item of decoder.push(chunk)) if (!isSseDone(item)) await onEvent(item.data);
+      // A fault after the events of this read (a bad frame) ends the stream once they are handled.
+      if (decoder.failure) throw decoder.failure;
     }
   } catch (error) {
     if (signal.aborted) return;
     if (error instanceof HermStreamError) throw error;
     throw new HermStreamError(`the Herm session stream failed (${codeOf(error)})`, { cause: error });
+  } finally {
+    opened?.scope.dispose();
   }
 }
 
 function codeOf(error: unknown): string {
-  const code = (error as { code?: unknown } | null)?.code;
+  const failure = error as { code?: unknown; details?: { transport_code?: unknown } } | null;
+  const code = failure?.details?.transport_code ?? failure?.code;
   if (typeof code === 'string') return code;
   return error instanceof Error ? error.name : typeof error;
 }

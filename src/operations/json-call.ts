@@ -38,8 +38,7 @@ export async function callJson(call: OperationCall<unknown>, request: JsonReques
     call.logger.trace({ method: request.method, path }, 'hermes request');
     const limit = config.limits.maxJsonResponseBytes;
     const response = await exchange(
-      call.pools,
-      endpoint,
+      call.pools.targetFor(endpoint),
       { method: request.method, path, headers, body, headersTimeoutMs: timeoutMs ?? 0, bodyTimeoutMs: timeoutMs ?? 0 },
       scope,
       jsonReading(limit, (status) => {

@@ -47,8 +47,7 @@ export const runEvents: Operation<RunEventsInput> = {
     let end: StreamEnd;
     try {
       const response = await sendRequest(
-        call.pools,
-        endpoint,
+        call.pools.targetFor(endpoint),
         { method: 'GET', path: route.path, headers, headersTimeoutMs: SSE_HEADERS_TIMEOUT_MS, bodyTimeoutMs: config.limits.sseIdleTimeoutMs },
         scope,
       );
@@ -58,7 +57,7 @@ export const runEvents: Operation<RunEventsInput> = {
       output.http_status = response.statusCode;
       end = await readStream(call, response, output, scope, trace);
     } catch (error) {
-      const failure = transportFailure(error, scope, endpoint.id, 'body', output.http_status || undefined);
+      const failure = transportFailure(error, scope, call.pools.targetFor(endpoint).peer, 'body', output.http_status || undefined);
       trace.finish(output.events);
       endRequestSpan(span, statusCode, errorTypeOf(failure));
       return { status: failure.code === 'cancelled' ? 'cancelled' : 'failed', output: output.http_status ? output : undefined, failure };
@@ -115,7 +114,7 @@ async function readStream(call: OperationCall<RunEventsInput>, response: Provide
     }
     return { kind: 'closed' };
   } catch (error) {
-    if (error instanceof HermesFailure || scope.cause !== undefined) throw transportFailure(error, scope, call.endpoint.id, 'body', output.http_status);
+    if (error instanceof HermesFailure || scope.cause !== undefined) throw transportFailure(error, scope, call.pools.targetFor(call.endpoint).peer, 'body', output.http_status);
     return { kind: 'broken', transportCode: transportErrorCode(error) };
   } finally {
     // Each event is redacted already; a key split across deltas only appears once they are joined.
@@ -145,7 +144,7 @@ async function untilPublished(published: Promise<void>, call: OperationCall<RunE
     await scope.race(published);
   } catch (error) {
     if (error !== scope.reason) throw error;
-    const ended = transportFailure(error, scope, call.endpoint.id, 'body', remoteStatus);
+    const ended = transportFailure(error, scope, call.pools.targetFor(call.endpoint).peer, 'body', remoteStatus);
     throw new HermesFailure(ended.code, `${ended.message}, while the host's stream publisher (onChunk) had not returned chunk ${sequence}`, {
       effect: ended.effect,
       remoteStatus,

@@ -1,8 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import type { CallScope } from './call-scope.js';
-import type { ResolvedEndpoint } from '../config.js';
-import { transportFailure, type BufferedResponse, type EndpointPools, type ProviderRequest, type ResponseReading, type TransportStage } from './http.js';
+import { transportFailure, type BufferedResponse, type ProviderRequest, type RequestTarget, type ResponseReading, type TransportStage } from './http.js';
 
 /**
  * Sends one request and reads its whole answer into memory, for the JSON operations.
@@ -14,18 +13,12 @@ import { transportFailure, type BufferedResponse, type EndpointPools, type Provi
  * stream, async resource or abort listener per call, which on a loopback request is a large
  * share of the client's work (bench/).
  */
-export function exchange(
-  pools: EndpointPools,
-  endpoint: ResolvedEndpoint,
-  request: ProviderRequest,
-  scope: CallScope,
-  reading: ResponseReading,
-): Promise<BufferedResponse> {
+export function exchange(target: RequestTarget, request: ProviderRequest, scope: CallScope, reading: ResponseReading): Promise<BufferedResponse> {
   return new Promise((resolve, reject) => {
-    const handler = new BufferingHandler(reading, resolve, (error, stage, statusCode) => reject(transportFailure(error, scope, endpoint.id, stage, statusCode)));
+    const handler = new BufferingHandler(reading, resolve, (error, stage, statusCode) => reject(transportFailure(error, scope, target.peer, stage, statusCode)));
     scope.onAbort((reason) => handler.abort(reason));
     const options: Dispatcher.DispatchOptions = {
-      origin: endpoint.origin,
+      origin: target.origin,
       path: request.path,
       method: request.method,
       headers: request.headers,
@@ -34,7 +27,7 @@ export function exchange(
       bodyTimeout: request.bodyTimeoutMs,
     };
     try {
-      pools.dispatcherFor(endpoint).dispatch(options, handler);
+      target.dispatcher.dispatch(options, handler);
     } catch (error) {
       // undici reports through the handler; an injected dispatcher might throw instead.
       handler.onResponseError(undefined, error as Error);

@@ -38,24 +38,47 @@ const ERROR_BODY_LIMIT = 64 * 1024;
 /** Errors raised before any request byte could reach the provider. */
 const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT', 'EHOSTUNREACH', 'ENETUNREACH']);
 
+/** Where a request goes: the dispatcher, the origin, and how a failure names the peer. */
+export interface RequestTarget {
+  readonly dispatcher: Dispatcher;
+  readonly origin: string;
+  /** E.g. "Hermes endpoint `prod`": failure messages say who failed, never a URL. */
+  readonly peer: string;
+}
+
+/** A keep-alive pool for one origin: the connector's and the bridge's only connection settings. Redirects are never followed. */
+export function createOriginPool(origin: string): Pool {
+  return new Pool(origin, { connect: { timeout: CONNECT_TIMEOUT_MS } });
+}
+
 /**
- * One keep-alive pool per endpoint origin, created on first use and never following
- * redirects; or the injected dispatcher for every endpoint.
+ * One keep-alive pool per endpoint origin, created on first use; or the injected dispatcher for
+ * every endpoint. Each endpoint's request target is built once.
  */
 export class EndpointPools {
   readonly #injected: Dispatcher | undefined;
   readonly #pools = new Map<string, Pool>();
+  readonly #targets = new Map<string, RequestTarget>();
 
   constructor(injected: Dispatcher | undefined) {
     this.#injected = injected;
   }
 
-  dispatcherFor(endpoint: ResolvedEndpoint): Dispatcher {
+  targetFor(endpoint: ResolvedEndpoint): RequestTarget {
+    let target = this.#targets.get(endpoint.id);
+    if (!target) {
+      target = { dispatcher: this.#dispatcherFor(endpoint.origin), origin: endpoint.origin, peer: `Hermes endpoint \`${endpoint.id}\`` };
+      this.#targets.set(endpoint.id, target);
+    }
+    return target;
+  }
+
+  #dispatcherFor(origin: string): Dispatcher {
     if (this.#injected) return this.#injected;
-    let pool = this.#pools.get(endpoint.origin);
+    let pool = this.#pools.get(origin);
     if (!pool) {
-      pool = new Pool(endpoint.origin, { connect: { timeout: CONNECT_TIMEOUT_MS } });
-      this.#pools.set(endpoint.origin, pool);
+      pool = createOriginPool(origin);
+      this.#pools.set(origin, pool);
     }
     return pool;
   }
@@ -71,14 +94,9 @@ export class EndpointPools {
  * Sends one request whose body is read as a stream (run_events). Resolves with the response for
  * any HTTP status; throws HermesFailure for transport trouble and aborts.
  */
-export async function sendRequest(
-  pools: EndpointPools,
-  endpoint: ResolvedEndpoint,
-  request: ProviderRequest,
-  scope: CallScope,
-): Promise<ProviderResponse> {
-  const pending = pools.dispatcherFor(endpoint).request({
-    origin: endpoint.origin,
+export async function sendRequest(target: RequestTarget, request: ProviderRequest, scope: CallScope): Promise<ProviderResponse> {
+  const pending = target.dispatcher.request({
+    origin: target.origin,
     path: request.path,
     method: request.method,
     headers: request.headers,
@@ -93,7 +111,7 @@ export async function sendRequest(
     response.body.on('error', ignore);
     return response;
   } catch (error) {
-    throw transportFailure(error, scope, endpoint.id, 'request');
+    throw transportFailure(error, scope, target.peer, 'request');
   }
 }
 
@@ -116,12 +134,12 @@ export type TransportStage = 'unsent' | 'request' | 'body';
  * The failure for a thrown transport error or abort. `stage` decides what the provider may have
  * done; the response status, when known, is reported as `details.remote_status`.
  */
-export function transportFailure(error: unknown, scope: CallScope, endpointId: string, stage: TransportStage, remoteStatus?: number): HermesFailure {
+export function transportFailure(error: unknown, scope: CallScope, peer: string, stage: TransportStage, remoteStatus?: number): HermesFailure {
   if (error instanceof HermesFailure) return error;
   const code = transportErrorCode(error);
   const notSent = stage === 'unsent' || (stage === 'request' && code !== undefined && NOT_SENT_CODES.has(code));
   const effect: ProviderEffect = notSent ? 'none' : 'maybe';
-  const where = `Hermes endpoint \`${endpointId}\``;
+  const where = peer;
   switch (scope.cause) {
     case 'cancelled':
       return new HermesFailure('cancelled', `The call to ${where} was cancelled by the caller`, { effect, remoteStatus });

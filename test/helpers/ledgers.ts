@@ -1,9 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { afterAll } from 'vitest';
+import { createPgSchemaOn } from './pg-schema.js';
 import { createMemoryLedger, createPostgresLedger, createSqliteLedger, type RunLedger } from 'aip-connector-hermes-agent';
 
 /** The PostgreSQL server for the shared-ledger suites: set by .ci/run, or by a developer who has one. */
@@ -66,25 +65,9 @@ const sqlite: LedgerBackend = {
   },
 };
 
-/**
- * A fresh PostgreSQL schema on the test server, so suites never see each other's rows; the
- * connection string selects it through `search_path`. `drop()` removes it with its tables.
- */
+/** A fresh schema on the test server (see pg-schema.ts). */
 export async function createPgSchema(prefix: string): Promise<{ connectionString: string; drop(): Promise<void> }> {
-  const schema = `${prefix}_${randomBytes(6).toString('hex')}`;
-  const admin = async (sql: string) => {
-    const client = new pg.Client({ connectionString: PG_URL });
-    await client.connect();
-    try {
-      await client.query(sql);
-    } finally {
-      await client.end();
-    }
-  };
-  await admin(`CREATE SCHEMA ${schema}`);
-  const url = new URL(PG_URL as string);
-  url.searchParams.set('options', `-c search_path=${schema}`);
-  return { connectionString: url.toString(), drop: () => admin(`DROP SCHEMA ${schema} CASCADE`) };
+  return createPgSchemaOn(PG_URL as string, prefix);
 }
 
 const postgres: LedgerBackend = {

@@ -125,9 +125,12 @@ describe('hermes-aip mcp over stdio', { timeout: 60_000 }, () => {
     expect(progress.map((notification) => notification.progress)).toEqual(output.events.map((_, index) => index + 1));
     expect(progress.map((notification) => notification.message)).toEqual([
       'message.delta: Hel',
+      // Hermes reports each model turn that ends in text (the simulator does as the real server does).
+      'reasoning.available: Hel',
       'tool.started',
       'tool.completed',
       'message.delta: lo',
+      'reasoning.available: lo',
       'run.completed: Hello',
     ]);
 

@@ -1,0 +1,60 @@
+/**
+ * `npm run torture [-- --kills N --ledger sqlite|postgres --seed S]` (issue #17, part 1): see
+ * torture.ts. Prints one line per round on stderr and the JSON summary on stdout; exit code 0
+ * only when no invariant was violated.
+ *
+ * Other options: --pg-restarts N (restart the PostgreSQL server N times mid-run; needs root and
+ * HERMES_TORTURE_PG_RESTART=1 or CI, since it disturbs every other user of the server),
+ * --broken-ledger claim-always (a ledger whose claim ignores every lease: the run must fail).
+ * PostgreSQL needs HERMES_TEST_PG_URL.
+ */
+import { readdirSync } from 'node:fs';
+import { runTorture, type TortureOptions } from './torture.js';
+
+function argument(name: string): string | undefined {
+  const index = process.argv.indexOf(`--${name}`);
+  return index === -1 ? undefined : process.argv[index + 1];
+}
+
+function usage(problem: string): never {
+  console.error(`torture: ${problem}`);
+  console.error('usage: npm run torture [-- --kills N] [--ledger sqlite|postgres] [--seed S] [--pg-restarts N] [--broken-ledger claim-always]');
+  process.exit(64);
+}
+
+function integer(name: string, fallback: number): number {
+  const raw = argument(name);
+  const value = raw === undefined ? fallback : Number(raw);
+  if (!Number.isInteger(value) || value < 0) usage(`--${name} must be a non-negative integer`);
+  return value;
+}
+
+/** The packaged cluster's restart command, only where restarting the server is allowed. */
+function pgRestartCommand(restarts: number): string[] | undefined {
+  if (restarts === 0) return undefined;
+  const allowed = process.env.HERMES_TORTURE_PG_RESTART === '1' || Boolean(process.env.CI);
+  if (!allowed || process.getuid?.() !== 0) usage('--pg-restarts needs root and HERMES_TORTURE_PG_RESTART=1 (or CI)');
+  const version = readdirSync('/usr/lib/postgresql').sort((a, b) => Number(a) - Number(b)).pop();
+  return ['pg_ctlcluster', String(version), 'main', 'restart'];
+}
+
+const ledger = argument('ledger') ?? 'sqlite';
+if (ledger !== 'sqlite' && ledger !== 'postgres') usage('--ledger must be sqlite or postgres');
+const broken = argument('broken-ledger');
+if (broken !== undefined && broken !== 'claim-always') usage('--broken-ledger must be claim-always');
+const pgRestarts = integer('pg-restarts', 0);
+const options: TortureOptions = {
+  kills: integer('kills', 100),
+  ledger,
+  seed: integer('seed', 20260517),
+  pgUrl: process.env.HERMES_TEST_PG_URL,
+  pgRestarts,
+  pgRestartCommand: pgRestartCommand(pgRestarts),
+  brokenLedger: broken,
+  log: (line) => console.error(line),
+};
+if (ledger === 'postgres' && !options.pgUrl) usage('--ledger postgres needs HERMES_TEST_PG_URL');
+
+const summary = await runTorture(options);
+console.log(JSON.stringify(summary, null, 2));
+process.exitCode = summary.violations.length === 0 ? 0 : 1;
