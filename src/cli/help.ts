@@ -87,7 +87,7 @@ Options:
   -h, --help                Show this help
 `;
 
-export const SIMULATE_HELP = `Usage: hermes-aip simulate [--port N] [--profile pin|later]
+export const SIMULATE_HELP = `Usage: hermes-aip simulate [--port N] [--profile pin|v0.19|later]
 
 Runs the Hermes simulator (the run routes of the pinned Hermes revision, or the later behaviour)
 on 127.0.0.1 until SIGINT or SIGTERM. The API key is HERMES_API_KEY when set; otherwise a key is
@@ -96,7 +96,7 @@ generated and written to a private temporary file, never printed. An endpoints f
 
 Options:
   --port N              Port to listen on (default 8642, Hermes' default; 0 picks a free port)
-  --profile pin|later   "pin" (default) or "later" (idempotency keys, stop on a finished run, ...)
+  --profile P           "pin" (Hermes 0.18.2, default), "v0.19" (0.19.0) or "later" (idempotency keys, stop on a finished run, ...)
   -h, --help            Show this help
 `;
 
@@ -119,7 +119,7 @@ Options:
   -h, --help     Show this help
 `;
 
-export const CONFORMANCE_HELP = `Usage: hermes-aip conformance [--simulate [--profile pin|later] | --config FILE] [--out DIR] [--timeout SECONDS]
+export const CONFORMANCE_HELP = `Usage: hermes-aip conformance [--simulate [--profile pin|v0.19|later] | --config FILE] [--out DIR] [--timeout SECONDS]
 
 Runs the AIP conformance kit against every endpoint, through a recording proxy on 127.0.0.1:
   connector.atomic_manifest_admission, then the twelve behaviour scenarios (identity_credentials,
@@ -134,7 +134,7 @@ Exit code 0 only if every applicable check passes on every endpoint.
 Options:
   --config FILE         Endpoints file (default: HERMES_BASE_URL and HERMES_API_KEY)
   --simulate            Exercise the embedded Hermes simulator instead (scripted runs, random key)
-  --profile pin|later   Simulator profile with --simulate (default pin)
+  --profile P           Simulator profile with --simulate: pin (default), v0.19 or later
   --out DIR             Write DIR/conformance.json and DIR/conformance.html
   --timeout SECONDS     Deadline of each call (default 120; 10 with --simulate)
   -h, --help            Show this help

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { startHermesSimulator, type HermesSimulator } from '../simulator/index.js';
+import { isSimulatorProfile, SIMULATOR_PROFILES, startHermesSimulator, type HermesSimulator } from '../simulator/index.js';
 import { HELP_OPTION, integerOption, parseCommand } from './args.js';
 import { CliError, EXIT, UsageError } from './errors.js';
 import { SIMULATE_HELP } from './help.js';
@@ -21,7 +21,7 @@ export async function simulateCommand(args: string[]): Promise<number> {
   }
   const port = integerOption(values.port, 'port', 0, 65535) ?? DEFAULT_PORT;
   const profile = values.profile ?? 'pin';
-  if (profile !== 'pin' && profile !== 'later') throw new UsageError('simulate: --profile must be pin or later');
+  if (!isSimulatorProfile(profile)) throw new UsageError(`simulate: --profile must be one of ${SIMULATOR_PROFILES.join(', ')}`);
   const fromEnv = process.env['HERMES_API_KEY'];
   const apiKey = fromEnv !== undefined && fromEnv.trim() !== '' ? fromEnv.trim() : `hk_sim_${randomBytes(24).toString('hex')}`;
 

@@ -20,7 +20,7 @@
 export { startHermesSimulator } from './hermes-server.js';
 export * from './herm/index.js';
 export { pyJson, pyFloat, PyFloat } from './py-json.js';
-export { PROFILE_TRAITS, SIMULATOR_PROFILES, type ProfileTraits } from './profiles.js';
+export { PROFILE_TRAITS, SIMULATOR_PROFILES, isSimulatorProfile, type ProfileTraits } from './profiles.js';
 export type {
   HermesSimulator,
   HermesSimulatorOptions,

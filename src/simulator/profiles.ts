@@ -68,3 +68,7 @@ export const PROFILE_TRAITS: Readonly<Record<SimulatorProfile, ProfileTraits>> =
 };
 
 export const SIMULATOR_PROFILES = Object.keys(PROFILE_TRAITS) as SimulatorProfile[];
+
+export function isSimulatorProfile(value: string): value is SimulatorProfile {
+  return (SIMULATOR_PROFILES as string[]).includes(value);
+}

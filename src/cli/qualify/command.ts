@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { PROFILE_TRAITS, SIMULATOR_PROFILES, startHermesSimulator, type HermesSimulator, type SimulatorProfile } from '../../simulator/index.js';
+import { isSimulatorProfile, PROFILE_TRAITS, SIMULATOR_PROFILES, startHermesSimulator, type HermesSimulator, type SimulatorProfile } from '../../simulator/index.js';
 import { HELP_OPTION, fileErrorText, integerOption, parseCommand } from '../args.js';
 import { openConnector, describeLedger, loadConfig } from '../config.js';
 import { EXIT, UsageError } from '../errors.js';
@@ -148,10 +148,6 @@ export async function qualifyCommand(args: string[]): Promise<number> {
   }
   if (evidence.result === 'interrupted') return EXIT.interrupted;
   return evidence.result === 'passed' ? EXIT.ok : EXIT.failed;
-}
-
-function isSimulatorProfile(value: string): value is SimulatorProfile {
-  return (SIMULATOR_PROFILES as string[]).includes(value);
 }
 
 /** "version 0.19.0", "versions 0.18.2, 0.19.0", or why a version is unknown. */
