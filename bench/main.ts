@@ -99,7 +99,8 @@ async function main(): Promise<number> {
   log(`wrote ${files.json}`);
   log(`wrote ${files.svg}`);
   log(`load average at the end: ${machine.load_average_end.join(' ')} (other work on the machine adds noise that interleaving only partly cancels)`);
-  log(`${report.all_targets_hold ? 'every target holds' : 'TARGETS MISSED: ' + report.targets.filter((target) => !target.holds).map((target) => target.id).join(', ')} (${durationS.toFixed(0)} s)`);
+  const missed = report.targets.filter((target) => !target.holds).map((target) => target.id);
+  log(`${report.all_targets_hold ? 'every target holds' : `TARGETS MISSED: ${missed.join(', ')}`} (${durationS.toFixed(0)} s)`);
   return report.all_targets_hold ? 0 : 1;
 }
 

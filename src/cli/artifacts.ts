@@ -12,7 +12,7 @@ export function writeArtifacts(dir: string, files: ReadonlyArray<readonly [strin
   const paths = files.map(([name]) => join(folder, name));
   try {
     mkdirSync(folder, { recursive: true });
-    files.forEach(([, content], index) => writeFileSync(paths[index] as string, content));
+    for (const [index, [, content]] of files.entries()) writeFileSync(paths[index] as string, content);
   } catch (error) {
     throw new UsageError(`cannot write ${what} to ${folder}: ${fileErrorText(error)}`);
   }

@@ -208,7 +208,7 @@ export function isObject(value: unknown): value is Record<string, unknown> {
 
 /** A field name or id as given, cut short and without control characters, for an error message. */
 export function printable(text: string): string {
-  // eslint-disable-next-line no-control-regex
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it replaces
   const clean = text.replace(/[\x00-\x1f\x7f]/g, '?');
   return clean.length > 64 ? `${clean.slice(0, 64)}…` : clean;
 }

@@ -110,7 +110,7 @@ async function checkEndpoint(endpoint: LoadedEndpoint, settings: { bodies: RunBo
   };
   const startedAt = Date.now();
   const driver = await createHermesDriver({ provider, clock: systemClock });
-  let report;
+  let report: Awaited<ReturnType<typeof runConformanceKit>>;
   try {
     report = await runConformanceKit(driver, systemClock, {
       checkFinished: (check) => process.stdout.write(`  ${LABEL[check.verdict]} ${check.id}${check.verdict === 'failed' ? `: ${check.reason}` : ''}\n`),

@@ -82,7 +82,7 @@ async function serveHttp(
   serverFor: (principalId: string) => Server,
   tokens: BearerToken[],
 ): Promise<number> {
-  let http;
+  let http: Awaited<ReturnType<typeof serveStreamableHttp>>;
   try {
     http = await serveStreamableHttp({ port, tokens, serverFor, logger });
   } catch (error) {

@@ -6,7 +6,7 @@ import { runStart } from './run-start.js';
 import { runStatus } from './run-status.js';
 import { runStop } from './run-stop.js';
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- each operation narrows its own validated input
+// biome-ignore lint/suspicious/noExplicitAny: each operation narrows its own validated input
 export type AnyOperation = Operation<any>;
 
 export const OPERATIONS: Readonly<Record<OperationName, AnyOperation>> = {

@@ -271,7 +271,10 @@ class HermesSimulatorServer implements HermesSimulator {
       applyHeaders(res, cors.headers);
       if (req.method === 'OPTIONS') return sendBody(res, 200, '');
     }
-    if (this.declaresOversizedBody(req)) return sendJson(res, 413, BODY_TOO_LARGE);
+    if (this.declaresOversizedBody(req)) {
+      sendJson(res, 413, BODY_TOO_LARGE);
+      return;
+    }
     const match = matchRoute(req.method ?? 'GET', req.url ?? '/');
     if (match.kind === 'not-found') return sendHttpText(res, 404, '404: Not Found');
     if (match.kind === 'method-not-allowed') {
@@ -279,7 +282,10 @@ class HermesSimulatorServer implements HermesSimulator {
     }
     applySecurityHeaders(res);
     // /health needs no key.
-    if (match.route !== 'health' && !isAuthorized(req, this.options.apiKey)) return sendJson(res, 401, INVALID_API_KEY);
+    if (match.route !== 'health' && !isAuthorized(req, this.options.apiKey)) {
+      sendJson(res, 401, INVALID_API_KEY);
+      return;
+    }
     const exchange: Exchange = { req, res, runId: match.runId, body };
     const fault = this.takeFault(match.route);
     if (fault) return this.answerWithFault(exchange, fault);
@@ -394,7 +400,10 @@ class HermesSimulatorServer implements HermesSimulator {
     if (parsed === undefined || this.answeredUnusableBody(res, parsed)) return;
     const check = checkRunRequest(parsed.value);
     if (check.kind === 'unhandled') return sendUnhandledError(res);
-    if (check.kind === 'bad-request') return sendJson(res, 400, openAiError(check.message));
+    if (check.kind === 'bad-request') {
+      sendJson(res, 400, openAiError(check.message));
+      return;
+    }
     const run = this.createRun(parsed.value, check.userMessage, early.idempotency);
     const answer: Record<string, unknown> = { run_id: run.id, status: 'started' };
     if (this.traits.idempotentStarts) answer['replayed'] = false;
@@ -431,7 +440,8 @@ class HermesSimulatorServer implements HermesSimulator {
 
   private answerIdempotentRepeat(res: ServerResponse, record: IdempotencyRecord, fingerprint: string, sessionHeaders: HeaderList): void {
     if (record.fingerprint !== fingerprint) {
-      return sendJson(res, 409, openAiError('Idempotency-Key was already used with a different request', 'idempotency_key_conflict'));
+      sendJson(res, 409, openAiError('Idempotency-Key was already used with a different request', 'idempotency_key_conflict'));
+      return;
     }
     const answer = { run_id: record.runId, status: 'started', replayed: true };
     sendJson(res, 202, answer, [...sessionHeaders, ['Idempotency-Replayed', 'true']]);
@@ -486,13 +496,19 @@ class HermesSimulatorServer implements HermesSimulator {
 
   private handleStatus({ res, runId }: Exchange): void {
     const run = this.statuses.get(runId);
-    if (!run) return sendJson(res, 404, runNotFound(runId));
+    if (!run) {
+      sendJson(res, 404, runNotFound(runId));
+      return;
+    }
     sendJson(res, 200, run.statusObject());
   }
 
   private async handleEvents({ res, runId }: Exchange): Promise<void> {
     const stream = await this.waitForStream(runId, res);
-    if (!stream) return sendJson(res, 404, runNotFound(runId));
+    if (!stream) {
+      sendJson(res, 404, runNotFound(runId));
+      return;
+    }
     await streamRunEvents(res, stream, { keepaliveMs: this.options.keepaliveMs, timers: this.timers });
     // Whatever ended this subscriber, Hermes' `finally` removes the stream.
     if (this.streams.get(runId) === stream) this.streams.delete(runId);
@@ -521,7 +537,10 @@ class HermesSimulatorServer implements HermesSimulator {
 
   private async handleApproval({ res, runId, body }: Exchange): Promise<void> {
     const run = this.statuses.get(runId);
-    if (!run) return sendJson(res, 404, runNotFound(runId));
+    if (!run) {
+      sendJson(res, 404, runNotFound(runId));
+      return;
+    }
     const collected = await body;
     if (!collected.complete) return;
     const parsed = parseJsonBody(collected);
@@ -560,10 +579,19 @@ class HermesSimulatorServer implements HermesSimulator {
   private handleStop({ res, runId }: Exchange): void {
     const run = this.statuses.get(runId);
     if (this.traits.stopAnswersFinishedRuns) {
-      if (run && STATUSES_ANSWERED_BY_LATER_STOP.has(run.status)) return sendJson(res, 200, run.statusObject());
-      if (run && !run.controlActive) return sendJson(res, 409, openAiError(`Run is not active: ${runId}`, 'run_not_active'));
+      if (run && STATUSES_ANSWERED_BY_LATER_STOP.has(run.status)) {
+        sendJson(res, 200, run.statusObject());
+        return;
+      }
+      if (run && !run.controlActive) {
+        sendJson(res, 409, openAiError(`Run is not active: ${runId}`, 'run_not_active'));
+        return;
+      }
     }
-    if (!run || !run.controlActive) return sendJson(res, 404, runNotFound(runId));
+    if (!run?.controlActive) {
+      sendJson(res, 404, runNotFound(runId));
+      return;
+    }
     run.touch('stopping', 'run.stopping');
     run.interrupt.abort();
     // 0.18.2 cancels the wrapper task at once: cancelled before the 200 goes out. Later releases

@@ -1,6 +1,6 @@
 import { request } from 'undici';
 import { describe, expect, it } from 'vitest';
-import { type HermSimulator } from '../../src/simulator/index.js';
+import type { HermSimulator } from '../../src/simulator/index.js';
 import { KEY, start, type Event, type Posted, result, post, only } from './herm-support.js';
 
 async function postRaw(sim: HermSimulator, sessionId: string, body: string | Buffer): Promise<Posted> {

@@ -186,7 +186,10 @@ export class HermSessions {
 
   private historyOf(sessionId: string): StoredResult[] {
     let history = this.histories.get(sessionId);
-    if (!history) this.histories.set(sessionId, (history = []));
+    if (!history) {
+      history = [];
+      this.histories.set(sessionId, history);
+    }
     return history;
   }
 

@@ -23,7 +23,10 @@ export class SessionStreams {
     res.writeHead(200);
     res.flushHeaders();
     let set = this.subscribers.get(sessionId);
-    if (!set) this.subscribers.set(sessionId, (set = new Set()));
+    if (!set) {
+      set = new Set();
+      this.subscribers.set(sessionId, set);
+    }
     set.add(res);
     const gone = new AbortController();
     res.once('close', () => {
