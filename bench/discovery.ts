@@ -24,13 +24,19 @@ interface SizeRound {
 }
 
 function endpointsOf(count: number): HermesEndpointConfig[] {
-  return Array.from({ length: count }, (_, i) => ({ id: `ep-${i}`, baseUrl: `http://127.0.0.1:${20000 + i}`, apiKey: BENCH_API_KEY, displayName: `Hermes ${i}` }));
+  return Array.from({ length: count }, (_, i) => ({
+    id: `ep-${i}`,
+    baseUrl: `http://127.0.0.1:${20000 + i}`,
+    apiKey: BENCH_API_KEY,
+    displayName: `Hermes ${i}`,
+  }));
 }
 
 function discover(endpoints: HermesEndpointConfig[]) {
   const connector = createHermesConnector({ endpoints });
   const capabilities = connector.capabilities();
-  if (capabilities.length !== endpoints.length * OPERATIONS_PER_ENDPOINT) throw new Error(`expected ${endpoints.length * OPERATIONS_PER_ENDPOINT} capabilities, got ${capabilities.length}`);
+  if (capabilities.length !== endpoints.length * OPERATIONS_PER_ENDPOINT)
+    throw new Error(`expected ${endpoints.length * OPERATIONS_PER_ENDPOINT} capabilities, got ${capabilities.length}`);
   return { connector, capabilities };
 }
 

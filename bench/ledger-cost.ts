@@ -14,7 +14,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { createHermesConnector, createMemoryLedger, createPostgresLedger, createSqliteLedger, type HermesConnector, type RunLedger } from 'aip-connector-hermes-agent';
+import {
+  createHermesConnector,
+  createMemoryLedger,
+  createPostgresLedger,
+  createSqliteLedger,
+  type HermesConnector,
+  type RunLedger,
+} from 'aip-connector-hermes-agent';
 import { createPgSchemaOn, type PgSchema } from '../test/helpers/pg-schema.js';
 import { ENDPOINT_ID } from './clients.js';
 import { fullGc } from './heap.js';
@@ -69,7 +76,12 @@ function freshStart(connector: HermesConnector): () => Promise<void> {
 
 function replayOf(connector: HermesConnector, key: string): () => Promise<void> {
   return async () => {
-    const result = await connector.invoke({ id: `act_${nextKey()}`, capability_id: START_CAPABILITY, input: { body: { input: 'bench' } }, idempotency_key: key });
+    const result = await connector.invoke({
+      id: `act_${nextKey()}`,
+      capability_id: START_CAPABILITY,
+      input: { body: { input: 'bench' } },
+      idempotency_key: key,
+    });
     if (result.receipt?.replayed !== true) throw new Error('the replay was not answered from the ledger');
   };
 }
@@ -80,7 +92,15 @@ function statementsAlone(ledger: RunLedger): () => Promise<void> {
     const key = nextKey();
     const now = Date.now();
     const scope = { capability_id: START_CAPABILITY, idempotency_key: key };
-    const claim = await ledger.claim({ ...scope, fingerprint: 'f', action_id: key, owner: 'bench', now, lease_expires_at: now + 30_000, expires_at: now + 86_400_000 });
+    const claim = await ledger.claim({
+      ...scope,
+      fingerprint: 'f',
+      action_id: key,
+      owner: 'bench',
+      now,
+      lease_expires_at: now + 30_000,
+      expires_at: now + 86_400_000,
+    });
     if (!claim.claimed) throw new Error('a fresh key was not claimed');
     await ledger.settle(scope, 'bench', { action_id: key, status: 'completed', output: { run_id: 'run_bench', status: 'started' } } as never);
     await ledger.recordRun({
@@ -134,7 +154,10 @@ async function openContenders(origin: string, log: Log): Promise<{ contenders: C
 async function rounds(contenders: Contender[], settings: BenchSettings, slices: number, run: (contender: Contender) => Promise<Measured>) {
   const merge = (parts: Measured[]): Measured => ({
     per_s: parts.reduce((sum, part) => sum + part.per_s, 0) / parts.length,
-    p50_us: quantile(parts.map((part) => part.p50_us), 0.5),
+    p50_us: quantile(
+      parts.map((part) => part.p50_us),
+      0.5,
+    ),
   });
   const entries = contenders.map((contender) => [contender.name, () => run(contender)] as const);
   return interleave<Measured, LedgerName>(Object.fromEntries(entries) as Record<LedgerName, () => Promise<Measured>>, {
@@ -152,12 +175,16 @@ export async function benchLedgerCost(settings: BenchSettings, log: Log): Promis
   const plan = settings.quick ? { slices: 3, sequential: 150, concurrent: 600 } : { slices: 4, sequential: 300, concurrent: 1500 };
   try {
     for (const contender of contenders) await measure(freshStart(contender.connector), 1000, LEDGER_CONCURRENCY);
-    log(`  run_start, concurrency 1 and ${LEDGER_CONCURRENCY}: ${settings.rounds} rounds x ${plan.slices} slices, ledgers ${contenders.map((c) => c.name).join(', ')}`);
+    log(
+      `  run_start, concurrency 1 and ${LEDGER_CONCURRENCY}: ${settings.rounds} rounds x ${plan.slices} slices, ledgers ${contenders.map((c) => c.name).join(', ')}`,
+    );
     const sequential = await rounds(contenders, settings, plan.slices, (c) => measure(freshStart(c.connector), plan.sequential, 1));
     const concurrent = await rounds(contenders, settings, plan.slices, (c) => measure(freshStart(c.connector), plan.concurrent, LEDGER_CONCURRENCY));
     const replayKeys = new Map(contenders.map((c) => [c.name, nextKey()]));
     for (const c of contenders) await replayOf(c.connector, replayKeys.get(c.name) as string)().catch(() => undefined);
-    const replays = await rounds(contenders, settings, plan.slices, (c) => measure(replayOf(c.connector, replayKeys.get(c.name) as string), plan.sequential, 1));
+    const replays = await rounds(contenders, settings, plan.slices, (c) =>
+      measure(replayOf(c.connector, replayKeys.get(c.name) as string), plan.sequential, 1),
+    );
     const alone = await rounds(contenders, settings, plan.slices, (c) => measure(statementsAlone(c.ledger), plan.concurrent, LEDGER_CONCURRENCY));
 
     const of = (result: typeof sequential, name: LedgerName, key: keyof Measured) => result.rounds[name].map((round) => round[key]);
@@ -166,16 +193,50 @@ export async function benchLedgerCost(settings: BenchSettings, log: Log): Promis
       const durable = name as 'sqlite' | 'postgres';
       const ratioLabel = `${name} / memory ledger, same round`;
       figures.push(
-        pairedFigure({ id: `ledger.${name}_throughput_64`, label: `run_start throughput, concurrency ${LEDGER_CONCURRENCY}, ${name} vs memory`, unit: 'req/s', ratioLabel, target: { op: '>=', value: TARGETS[durable], judgedOn: 'median' } }, of(concurrent, 'memory', 'per_s'), of(concurrent, durable, 'per_s')),
-        pairedFigure({ id: `ledger.${name}_throughput_1`, label: `run_start throughput, sequential, ${name} vs memory`, unit: 'req/s', ratioLabel }, of(sequential, 'memory', 'per_s'), of(sequential, durable, 'per_s')),
-        pairedFigure({ id: `ledger.${name}_replay_p50`, label: `idempotent replay p50 latency, ${name} vs memory`, unit: 'us', ratioLabel }, of(replays, 'memory', 'p50_us'), of(replays, durable, 'p50_us')),
-        pairedFigure({ id: `ledger.${name}_statements_alone_64`, label: `ledger calls of one start alone (no HTTP), concurrency ${LEDGER_CONCURRENCY}, ${name} vs memory`, unit: 'req/s', ratioLabel }, of(alone, 'memory', 'per_s'), of(alone, durable, 'per_s')),
+        pairedFigure(
+          {
+            id: `ledger.${name}_throughput_64`,
+            label: `run_start throughput, concurrency ${LEDGER_CONCURRENCY}, ${name} vs memory`,
+            unit: 'req/s',
+            ratioLabel,
+            target: { op: '>=', value: TARGETS[durable], judgedOn: 'median' },
+          },
+          of(concurrent, 'memory', 'per_s'),
+          of(concurrent, durable, 'per_s'),
+        ),
+        pairedFigure(
+          { id: `ledger.${name}_throughput_1`, label: `run_start throughput, sequential, ${name} vs memory`, unit: 'req/s', ratioLabel },
+          of(sequential, 'memory', 'per_s'),
+          of(sequential, durable, 'per_s'),
+        ),
+        pairedFigure(
+          { id: `ledger.${name}_replay_p50`, label: `idempotent replay p50 latency, ${name} vs memory`, unit: 'us', ratioLabel },
+          of(replays, 'memory', 'p50_us'),
+          of(replays, durable, 'p50_us'),
+        ),
+        pairedFigure(
+          {
+            id: `ledger.${name}_statements_alone_64`,
+            label: `ledger calls of one start alone (no HTTP), concurrency ${LEDGER_CONCURRENCY}, ${name} vs memory`,
+            unit: 'req/s',
+            ratioLabel,
+          },
+          of(alone, 'memory', 'per_s'),
+          of(alone, durable, 'per_s'),
+        ),
       );
     }
     return {
       id: 'ledger_cost',
       title: 'Ledger cost (run_start)',
-      config: { ledgers: contenders.map((c) => c.name), concurrency: LEDGER_CONCURRENCY, slices_per_round: plan.slices, sequential_calls_per_slice: plan.sequential, concurrent_calls_per_slice: plan.concurrent, note },
+      config: {
+        ledgers: contenders.map((c) => c.name),
+        concurrency: LEDGER_CONCURRENCY,
+        slices_per_round: plan.slices,
+        sequential_calls_per_slice: plan.sequential,
+        concurrent_calls_per_slice: plan.concurrent,
+        note,
+      },
       figures,
       rounds: [
         ...sequential.records.map((record) => ({ mode: 'run_start_sequential', ...record })),

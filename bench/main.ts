@@ -59,7 +59,9 @@ async function main(): Promise<number> {
   const settings = parseArgs(process.argv.slice(2));
   const started = performance.now();
   const machine = machineInfo();
-  log(`aip-connector-hermes-agent bench${settings.quick ? ' --quick' : ''}: ${settings.rounds} interleaved rounds (+${settings.warmupRounds} warm-up) per figure`);
+  log(
+    `aip-connector-hermes-agent bench${settings.quick ? ' --quick' : ''}: ${settings.rounds} interleaved rounds (+${settings.warmupRounds} warm-up) per figure`,
+  );
   log(`machine: ${describeMachine(machine)}; load average ${machine.load_average.join(' ')}`);
 
   // Discovery first: it times the one call of the process that compiles the schemas.
@@ -83,8 +85,10 @@ async function main(): Promise<number> {
   const durationS = (performance.now() - started) / 1000;
   machine.load_average_end = loadAverage();
   const report = buildReport(sections, settings, machine, durationS, {
-    interleaving: 'every round runs each contender once, rotating which goes first; ratios are connector/bare of the same round; figures are median [min–max] over rounds after warm-up',
-    baseline: 'bare undici.request on its own Pool (same options as the connector default), same request headers; JSON.parse, or eventsource-parser + JSON.parse into the same events/text aggregate',
+    interleaving:
+      'every round runs each contender once, rotating which goes first; ratios are connector/bare of the same round; figures are median [min–max] over rounds after warm-up',
+    baseline:
+      'bare undici.request on its own Pool (same options as the connector default), same request headers; JSON.parse, or eventsource-parser + JSON.parse into the same events/text aggregate',
     connector: 'the built package (dist/) imported by name, default options, no logger (silent)',
     server: 'node:http on 127.0.0.1:0 in a child process, pre-rendered byte-identical bodies',
     gc: gcSource(),

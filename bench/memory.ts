@@ -123,7 +123,8 @@ async function concurrentRound(server: BenchServer, text: string): Promise<Concu
       gapless &&
       received[received.length - 1]?.kind === 'done';
     if (ok) complete++;
-    else if (problems.length < 5) problems.push(`stream ${index}: ${result.error?.code ?? result.status}, ${output?.events.length ?? 0} events, ${received.length} chunks`);
+    else if (problems.length < 5)
+      problems.push(`stream ${index}: ${result.error?.code ?? result.status}, ${output?.events.length ?? 0} events, ${received.length} chunks`);
   });
   return {
     streams: CONCURRENT_STREAMS,

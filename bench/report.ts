@@ -214,7 +214,11 @@ export function renderTable(sections: SectionResult[]): string {
     for (const error of section.errors) rows.push([`  ERROR: ${error}`, '', '', '', '', '']);
   }
   const widths = header.map((title, column) => Math.max([...title].length, ...rows.map((row) => [...(row[column] ?? '')].length)));
-  const line = (cells: string[]) => cells.map((cell, column) => pad(cell, widths[column] as number)).join('  ').trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, column) => pad(cell, widths[column] as number))
+      .join('  ')
+      .trimEnd();
   return [line(header), widths.map((width) => '-'.repeat(width)).join('  '), ...rows.map(line), '', 'Checked values and notes:', ...notes].join('\n');
 }
 
@@ -228,11 +232,28 @@ export interface BenchReport {
   method: Record<string, string>;
   duration_s: number;
   all_targets_hold: boolean;
-  targets: { id: string; label: string; value: number | undefined; median: number | undefined; min: number | undefined; max: number | undefined; op: string; target: number; judged_on: string; holds: boolean }[];
+  targets: {
+    id: string;
+    label: string;
+    value: number | undefined;
+    median: number | undefined;
+    min: number | undefined;
+    max: number | undefined;
+    op: string;
+    target: number;
+    judged_on: string;
+    holds: boolean;
+  }[];
   sections: SectionResult[];
 }
 
-export function buildReport(sections: SectionResult[], settings: BenchSettings, machine: Machine, durationS: number, method: Record<string, string>): BenchReport {
+export function buildReport(
+  sections: SectionResult[],
+  settings: BenchSettings,
+  machine: Machine,
+  durationS: number,
+  method: Record<string, string>,
+): BenchReport {
   const all = evaluate(sections);
   const targets = sections.flatMap((section) =>
     section.figures

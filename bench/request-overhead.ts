@@ -142,12 +142,41 @@ export async function benchRequestOverhead(server: BenchServer, settings: BenchS
     const seq = (side: 'bare' | 'connector', key: keyof SequentialRound) => sequential.rounds[side].map((round) => round[key]);
     const con = (side: 'bare' | 'connector', key: keyof ConcurrentRound) => concurrent.rounds[side].map((round) => round[key]);
     const figures: Figure[] = [
-      pairedFigure({ id: 'request.sequential_p50', label: 'run_status p50 latency, sequential', unit: 'us', target: { op: '<=', value: 1.15, judgedOn: 'median' } }, seq('bare', 'p50_us'), seq('connector', 'p50_us')),
-      pairedFigure({ id: 'request.sequential_p99', label: 'run_status p99 latency, sequential', unit: 'us' }, seq('bare', 'p99_us'), seq('connector', 'p99_us')),
-      pairedFigure({ id: 'request.sequential_cpu', label: 'run_status client CPU per request, sequential', unit: 'us', ratioLabel: CPU_RATIO_LABEL }, seq('bare', 'cpu_us_per_request'), seq('connector', 'cpu_us_per_request')),
-      pairedFigure({ id: 'request.concurrent_throughput', label: `run_status throughput, concurrency ${CONCURRENCY}`, unit: 'req/s', target: { op: '>=', value: 0.9, judgedOn: 'median' } }, con('bare', 'req_per_s'), con('connector', 'req_per_s')),
-      pairedFigure({ id: 'request.concurrent_p50', label: `run_status p50 latency, concurrency ${CONCURRENCY}`, unit: 'us' }, con('bare', 'p50_us'), con('connector', 'p50_us')),
-      pairedFigure({ id: 'request.concurrent_cpu', label: `run_status client CPU per request, concurrency ${CONCURRENCY}`, unit: 'us', ratioLabel: CPU_RATIO_LABEL }, con('bare', 'cpu_us_per_request'), con('connector', 'cpu_us_per_request')),
+      pairedFigure(
+        { id: 'request.sequential_p50', label: 'run_status p50 latency, sequential', unit: 'us', target: { op: '<=', value: 1.15, judgedOn: 'median' } },
+        seq('bare', 'p50_us'),
+        seq('connector', 'p50_us'),
+      ),
+      pairedFigure(
+        { id: 'request.sequential_p99', label: 'run_status p99 latency, sequential', unit: 'us' },
+        seq('bare', 'p99_us'),
+        seq('connector', 'p99_us'),
+      ),
+      pairedFigure(
+        { id: 'request.sequential_cpu', label: 'run_status client CPU per request, sequential', unit: 'us', ratioLabel: CPU_RATIO_LABEL },
+        seq('bare', 'cpu_us_per_request'),
+        seq('connector', 'cpu_us_per_request'),
+      ),
+      pairedFigure(
+        {
+          id: 'request.concurrent_throughput',
+          label: `run_status throughput, concurrency ${CONCURRENCY}`,
+          unit: 'req/s',
+          target: { op: '>=', value: 0.9, judgedOn: 'median' },
+        },
+        con('bare', 'req_per_s'),
+        con('connector', 'req_per_s'),
+      ),
+      pairedFigure(
+        { id: 'request.concurrent_p50', label: `run_status p50 latency, concurrency ${CONCURRENCY}`, unit: 'us' },
+        con('bare', 'p50_us'),
+        con('connector', 'p50_us'),
+      ),
+      pairedFigure(
+        { id: 'request.concurrent_cpu', label: `run_status client CPU per request, concurrency ${CONCURRENCY}`, unit: 'us', ratioLabel: CPU_RATIO_LABEL },
+        con('bare', 'cpu_us_per_request'),
+        con('connector', 'cpu_us_per_request'),
+      ),
     ];
     return {
       id: 'request_overhead',

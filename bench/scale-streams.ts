@@ -60,7 +60,11 @@ async function scaleRound(server: ScaleServer, streams: number): Promise<ScaleRo
   const before = process.memoryUsage().heapUsed;
   const opened = Date.now();
   const calls = Array.from({ length: streams }, (_, index) =>
-    connector.invoke({ id: `act_scale_${index}`, capability_id: `cap:hermes_agent:scale-${index % SCALE_ENDPOINTS}:run_events`, input: { run_id: `run_scale_${index}` } }),
+    connector.invoke({
+      id: `act_scale_${index}`,
+      capability_id: `cap:hermes_agent:scale-${index % SCALE_ENDPOINTS}:run_events`,
+      input: { run_id: `run_scale_${index}` },
+    }),
   );
   const allOpen = await pollUntil(async () => (await server.held()) === streams);
   const secondsToOpen = (Date.now() - opened) / 1000;

@@ -19,7 +19,23 @@ export const STATUS_RUN_ID = 'run_6a1f0c2e9b7d4f3a8c5e1b2d7f9a0c3e';
 const STREAM_RUN_ID = 'run_d1d361d6646c4f4db2bf950d124a8fc4';
 
 /** The words the deltas cycle through (ASCII, plus one that Python's ensure_ascii escapes). */
-const WORDS = ['The ', 'disk ', 'check ', 'found ', 'nothing ', 'unusual; ', 'caf\u00e9 ', 'logs ', 'rotated ', 'at ', '03:00. ', 'Next, ', 'the ', 'build ', 'cache'];
+const WORDS = [
+  'The ',
+  'disk ',
+  'check ',
+  'found ',
+  'nothing ',
+  'unusual; ',
+  'caf\u00e9 ',
+  'logs ',
+  'rotated ',
+  'at ',
+  '03:00. ',
+  'Next, ',
+  'the ',
+  'build ',
+  'cache',
+];
 
 /** The i-th delta text of every bench stream. */
 export function deltaAt(index: number): string {
@@ -105,14 +121,15 @@ export async function startBenchServer(streams: readonly number[]): Promise<Benc
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const waiters: Array<(message: FromServer) => void> = [];
   child.on('message', (message: FromServer) => waiters.shift()?.(message));
-  const next = () => new Promise<FromServer>((resolve, reject) => {
-    const onExit = () => reject(new Error('bench server exited unexpectedly'));
-    child.once('exit', onExit);
-    waiters.push((message) => {
-      child.off('exit', onExit);
-      resolve(message);
+  const next = () =>
+    new Promise<FromServer>((resolve, reject) => {
+      const onExit = () => reject(new Error('bench server exited unexpectedly'));
+      child.once('exit', onExit);
+      waiters.push((message) => {
+        child.off('exit', onExit);
+        resolve(message);
+      });
     });
-  });
   const ready = await next();
   if (ready.type !== 'ready') throw new Error('bench server did not start');
   const ask = async (message: ToServer): Promise<FromServer> => {

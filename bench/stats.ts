@@ -15,7 +15,10 @@ export function summarize(values: readonly number[]): Summary {
 
 /** Linear-interpolated quantile (q in 0..1). */
 export function quantile(values: readonly number[], q: number): number {
-  return quantileOfSorted([...values].sort((a, b) => a - b), q);
+  return quantileOfSorted(
+    [...values].sort((a, b) => a - b),
+    q,
+  );
 }
 
 function quantileOfSorted(sorted: readonly number[], q: number): number {

@@ -48,7 +48,11 @@ export function checkBareStream(result: BareStreamResult, text: string): string 
 }
 
 export function connectorStreamAction(suffix?: string | number) {
-  return { id: `act_stream_${++actionCounter}`, capability_id: capabilityId('run_events'), input: { run_id: streamRunId(STREAM_EVENTS, suffix), max_events: STREAM_EVENTS } };
+  return {
+    id: `act_stream_${++actionCounter}`,
+    capability_id: capabilityId('run_events'),
+    input: { run_id: streamRunId(STREAM_EVENTS, suffix), max_events: STREAM_EVENTS },
+  };
 }
 
 export async function connectorRound(connector: HermesConnector, text: string, publish: boolean): Promise<StreamRound> {
@@ -64,7 +68,9 @@ export async function connectorRound(connector: HermesConnector, text: string, p
   const result = await connector.invoke(connectorStreamAction(), publish ? { onChunk } : undefined);
   const seconds = (performance.now() - started) / 1000;
   const cpuUs = cpuMicros(cpu);
-  const problem = checkConnectorStream(result, text) ?? (publish && (sequenceBroken || chunks !== STREAM_EVENTS + 1) ? `onChunk saw ${chunks} chunks (gap: ${sequenceBroken})` : undefined);
+  const problem =
+    checkConnectorStream(result, text) ??
+    (publish && (sequenceBroken || chunks !== STREAM_EVENTS + 1) ? `onChunk saw ${chunks} chunks (gap: ${sequenceBroken})` : undefined);
   if (problem) throw new Error(`connector run_events: ${problem}`);
   return { events: STREAM_EVENTS, seconds, events_per_s: STREAM_EVENTS / seconds, cpu_us_per_event: cpuUs / STREAM_EVENTS, ...(publish ? { chunks } : {}) };
 }
@@ -97,10 +103,36 @@ export async function benchStreamThroughput(server: BenchServer, settings: Bench
     const rate = (side: keyof typeof rounds) => rounds[side].map((round) => round.events_per_s);
     const cpu = (side: keyof typeof rounds) => rounds[side].map((round) => round.cpu_us_per_event);
     const figures: Figure[] = [
-      pairedFigure({ id: 'stream.events_per_s', label: `run_events ${STREAM_EVENTS} events, events/s`, unit: 'events/s', target: { op: '>=', value: 0.8, judgedOn: 'median' } }, rate('bare'), rate('connector')),
-      pairedFigure({ id: 'stream.events_per_s_onchunk', label: `run_events ${STREAM_EVENTS} events + onChunk, events/s`, unit: 'events/s', target: { op: '>=', value: 0.7, judgedOn: 'median' } }, rate('bare'), rate('connector_onchunk')),
-      pairedFigure({ id: 'stream.cpu_per_event', label: 'run_events client CPU per event', unit: 'us', ratioLabel: CPU_RATIO_LABEL }, cpu('bare'), cpu('connector')),
-      pairedFigure({ id: 'stream.cpu_per_event_onchunk', label: 'run_events + onChunk client CPU per event', unit: 'us', ratioLabel: CPU_RATIO_LABEL }, cpu('bare'), cpu('connector_onchunk')),
+      pairedFigure(
+        {
+          id: 'stream.events_per_s',
+          label: `run_events ${STREAM_EVENTS} events, events/s`,
+          unit: 'events/s',
+          target: { op: '>=', value: 0.8, judgedOn: 'median' },
+        },
+        rate('bare'),
+        rate('connector'),
+      ),
+      pairedFigure(
+        {
+          id: 'stream.events_per_s_onchunk',
+          label: `run_events ${STREAM_EVENTS} events + onChunk, events/s`,
+          unit: 'events/s',
+          target: { op: '>=', value: 0.7, judgedOn: 'median' },
+        },
+        rate('bare'),
+        rate('connector_onchunk'),
+      ),
+      pairedFigure(
+        { id: 'stream.cpu_per_event', label: 'run_events client CPU per event', unit: 'us', ratioLabel: CPU_RATIO_LABEL },
+        cpu('bare'),
+        cpu('connector'),
+      ),
+      pairedFigure(
+        { id: 'stream.cpu_per_event_onchunk', label: 'run_events + onChunk client CPU per event', unit: 'us', ratioLabel: CPU_RATIO_LABEL },
+        cpu('bare'),
+        cpu('connector_onchunk'),
+      ),
     ];
     return {
       id: 'stream_throughput',

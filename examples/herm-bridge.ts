@@ -32,7 +32,11 @@ const onApproval: HermBridgeOptions['onApproval'] = async ({ runId, event }) => 
       decision: 'approved',
       grantedAt: now,
       expiresAt: now + 10 * 60_000,
-      evidence: { reason: 'approved by the on-call operator', inputSnapshot: { run_id: runId, choice: 'once' }, policyDecision: { policy: 'demo', outcome: 'allow' } },
+      evidence: {
+        reason: 'approved by the on-call operator',
+        inputSnapshot: { run_id: runId, choice: 'once' },
+        policyDecision: { policy: 'demo', outcome: 'allow' },
+      },
     },
   };
 };
@@ -42,9 +46,9 @@ const connector = createHermesConnector({ endpoints, ledger });
 const bridge = createHermBridge({
   herm: { baseUrl: hermBaseUrl, apiKey: hermApiKey },
   connector,
-  endpointId,           // the connector endpoint that runs the work
-  ledger,               // the SAME durable ledger as the connector's: recover() needs both records
-  onApproval,           // optional: answer Hermes approval requests with an AIP grant
+  endpointId, // the connector endpoint that runs the work
+  ledger, // the SAME durable ledger as the connector's: recover() needs both records
+  onApproval, // optional: answer Hermes approval requests with an AIP grant
   bridgeId: process.env.HOSTNAME, // this replica's stable id: after a restart it takes its own jobs back at once
   // jobLeaseMs (default 30 s), context: { tenantId }, streamRoute: '/v1/sessions/{session_id}/stream',
   // finalRetry, statusPoll, maxRunMs (default 6 h), approvalTimeoutMs (default 300 s)
@@ -74,13 +78,16 @@ const call = herm.emitToolUse(sessionId, {
 while (!['completed', 'failed'].includes(herm.toolCall(sessionId, call.tool_use_id)?.state ?? '')) {
   await new Promise((resolve) => setTimeout(resolve, 20));
 }
-await bridge.idle();    // every job this bridge started has posted its final result
-stop.abort();           // ends the subscription
-await subscribed;       // resolves: it never rejects
+await bridge.idle(); // every job this bridge started has posted its final result
+stop.abort(); // ends the subscription
+await subscribed; // resolves: it never rejects
 await bridge.close();
 
 for (const event of herm.accepted(sessionId)) console.log(`posted ${String(event.status)}: ${(event.content as Array<{ text: string }>)[0]?.text}`);
-console.log('history now:', herm.history(sessionId).map((event) => event.status));
+console.log(
+  'history now:',
+  herm.history(sessionId).map((event) => event.status),
+);
 const job = await ledger.job(sessionId, call.tool_use_id);
 console.log(`job: run ${job?.run_id}, kickoff ${job?.kickoff}, ${job?.state}, final ${job?.final_status}`);
 

@@ -87,7 +87,18 @@ export const DEFAULT_LIMITS: ResolvedLimits = Object.freeze({
 export const MAX_EVENTS_CEILING = 100_000;
 const MAX_LIMIT_BYTES = 256 * MiB;
 
-const TOP_LEVEL_OPTIONS = new Set(['endpoints', 'logger', 'dispatcher', 'limits', 'now', 'ledger', 'idempotencyLeaseMs', 'tracerProvider', 'meterProvider', 'propagateTraceContext']);
+const TOP_LEVEL_OPTIONS = new Set([
+  'endpoints',
+  'logger',
+  'dispatcher',
+  'limits',
+  'now',
+  'ledger',
+  'idempotencyLeaseMs',
+  'tracerProvider',
+  'meterProvider',
+  'propagateTraceContext',
+]);
 export const DEFAULT_IDEMPOTENCY_LEASE_MS = 30_000;
 const ENDPOINT_FIELDS = new Set(['id', 'baseUrl', 'apiKey', 'displayName', 'tenantId']);
 const ENDPOINT_ID = /^[a-z0-9_-]{1,128}$/;
@@ -223,13 +234,7 @@ export function credentialRevision(apiKey: string): string {
 
 function optionalText(value: unknown, maxBytes: number, code: ConfigErrorCode, what: string): string | undefined {
   if (value === undefined) return undefined;
-  if (
-    typeof value !== 'string' ||
-    value.trim() === '' ||
-    value.trim() !== value ||
-    CONTROL.test(value) ||
-    Buffer.byteLength(value) > maxBytes
-  ) {
+  if (typeof value !== 'string' || value.trim() === '' || value.trim() !== value || CONTROL.test(value) || Buffer.byteLength(value) > maxBytes) {
     throw new ConnectorConfigError(code, `${what} must be non-blank, unpadded, at most ${maxBytes} bytes, without control characters`);
   }
   return value;

@@ -134,7 +134,13 @@ async function invokePipeline(deps: PipelineDeps, rawAction: unknown, rawContext
   }
   if (result.error && !admission.publisher.finished) await admission.publisher.finishWithError(result.error.code, result.error.message);
   admission.logger.info(
-    { status: result.status, code: result.error?.code, http_status: result.receipt?.http_status, replayed: result.receipt?.replayed, duration_ms: deps.config.now() - startedAt },
+    {
+      status: result.status,
+      code: result.error?.code,
+      http_status: result.receipt?.http_status,
+      replayed: result.receipt?.replayed,
+      duration_ms: deps.config.now() - startedAt,
+    },
     'hermes action finished',
   );
   trace.finish({
@@ -246,7 +252,14 @@ async function spendApproval(deps: PipelineDeps, admitted: AdmittedAction, scope
   const { entry, action, context } = admitted;
   const grant = context.approval;
   if (!entry.schemas.declaration.contract.approval?.required || admitted.hostCancellation || !grant) return undefined;
-  const use = { ...scope, tenant_id: context.tenantId ?? null, approval_id: grant.approvalId, action_id: action.id, used_at: deps.config.now(), expires_at: grant.expiresAt };
+  const use = {
+    ...scope,
+    tenant_id: context.tenantId ?? null,
+    approval_id: grant.approvalId,
+    action_id: action.id,
+    used_at: deps.config.now(),
+    expires_at: grant.expiresAt,
+  };
   const standing = await deps.ledger.useGrant(use);
   if (standing.capability_id === scope.capability_id && standing.idempotency_key === scope.idempotency_key) return undefined;
   return new HermesFailure('approval_required', `\`${entry.operation}\` requires a valid AIP approval: this grant was already used by another action`, {
@@ -305,7 +318,10 @@ async function keepEvidence(deps: PipelineDeps, { entry, action, input, context,
 }
 
 /** reconcile(): one status read per open binding; the pipeline records what it learns (404 → evidence lost). */
-async function reconcileOpenRuns(deps: PipelineDeps, invoke: (action: AipAction, context: ExecutionContext) => Promise<AipActionResult>): Promise<RunEvidence[]> {
+async function reconcileOpenRuns(
+  deps: PipelineDeps,
+  invoke: (action: AipAction, context: ExecutionContext) => Promise<AipActionResult>,
+): Promise<RunEvidence[]> {
   const reconciled: RunEvidence[] = [];
   for (const binding of await deps.ledger.openRuns()) {
     const statusCapability = capabilityId(binding.endpoint_id, 'run_status');
@@ -474,7 +490,12 @@ async function stopActionFor(deps: PipelineDeps, action: unknown, context: Execu
   return { stop };
 }
 
-async function runIdToStop(deps: PipelineDeps, entry: CapabilityEntry, action: Partial<AipAction> | null, tenantId: string | undefined): Promise<string | undefined> {
+async function runIdToStop(
+  deps: PipelineDeps,
+  entry: CapabilityEntry,
+  action: Partial<AipAction> | null,
+  tenantId: string | undefined,
+): Promise<string | undefined> {
   const runId = (action?.input as { run_id?: unknown } | null | undefined)?.run_id;
   if (typeof runId === 'string') return runId;
   if (OPERATIONS[entry.operation].bindRun === undefined || typeof action?.id !== 'string') return undefined;

@@ -41,7 +41,9 @@ export type FailureCode = keyof typeof FAILURE_CATALOGUE;
 
 /** Each failure's category (the catalogue's first column), as the API doc tables it. */
 export const FAILURE_CATEGORIES = Object.freeze(
-  Object.fromEntries(Object.entries(FAILURE_CATALOGUE).map(([code, entry]) => [code, entry.category])) as { readonly [Code in FailureCode]: (typeof FAILURE_CATALOGUE)[Code]['category'] },
+  Object.fromEntries(Object.entries(FAILURE_CATALOGUE).map(([code, entry]) => [code, entry.category])) as {
+    readonly [Code in FailureCode]: (typeof FAILURE_CATALOGUE)[Code]['category'];
+  },
 );
 
 /** The full AIP error code of a failure: `connector.hermes_agent.<code>`. */
@@ -125,16 +127,12 @@ export function toProtocolError(failure: HermesFailure, endpointId: string | und
 }
 
 /** One mapping from an HTTP status to a failure (2xx never reaches here). */
-export function failureFromHttpStatus(
-  status: number,
-  endpointId: string,
-  providerCode: string | undefined,
-  retryAfterMs: number | undefined,
-): HermesFailure {
+export function failureFromHttpStatus(status: number, endpointId: string, providerCode: string | undefined, retryAfterMs: number | undefined): HermesFailure {
   const answered = `Hermes endpoint \`${endpointId}\` answered HTTP ${status}`;
   const init: FailureInit = { effect: 'known', remoteStatus: status, providerCode };
   if (status === 401 || status === 403) return new HermesFailure('authentication', `${answered}: the endpoint credential was refused`, init);
-  if (status === 404) return new HermesFailure('not_found', `${answered}: the run is not known to this Hermes process (unknown id, retention expiry or restart)`, init);
+  if (status === 404)
+    return new HermesFailure('not_found', `${answered}: the run is not known to this Hermes process (unknown id, retention expiry or restart)`, init);
   if (status === 409) return new HermesFailure('conflict', `${answered}: the run is not in a state that accepts this request`, init);
   if (status === 429) {
     // Hermes refuses at its concurrency gate before reading the body: nothing happened.

@@ -50,7 +50,10 @@ export class Telemetry {
     this.propagateTraceContext = options.propagateTraceContext ?? true;
     this.invocations = this.meter.createCounter('aip.connector.invocations', { description: 'AIP actions the connector finished', unit: '{invocation}' });
     this.invocationDuration = this.meter.createHistogram('aip.connector.invocation.duration', { description: 'Duration of an AIP invocation', unit: 's' });
-    this.activeInvocations = this.meter.createUpDownCounter('aip.connector.active_invocations', { description: 'AIP invocations in progress', unit: '{invocation}' });
+    this.activeInvocations = this.meter.createUpDownCounter('aip.connector.active_invocations', {
+      description: 'AIP invocations in progress',
+      unit: '{invocation}',
+    });
     this.runEvents = this.meter.createCounter('hermes.run_events.events', { description: 'Hermes run events read from event streams', unit: '{event}' });
     this.ledgerDuration = this.meter.createHistogram('aip.ledger.operation.duration', { description: 'Duration of a run ledger operation', unit: 's' });
     this.bridgeJobs = this.meter.createUpDownCounter('herm.bridge.jobs', { description: 'Herm bridge jobs by state', unit: '{job}' });
@@ -65,7 +68,11 @@ export class Telemetry {
    * A CLIENT span for one HTTP request to Hermes, named `{method} {url.template}` (never with a
    * run id in it), and the headers with trace context injected when propagation is on.
    */
-  startRequest(parent: Context, request: { method: string; template: string; server: { address: string; port: number } }, headers: Record<string, string>): Span {
+  startRequest(
+    parent: Context,
+    request: { method: string; template: string; server: { address: string; port: number } },
+    headers: Record<string, string>,
+  ): Span {
     const span = this.tracer.startSpan(
       `${request.method} ${request.template}`,
       {
@@ -193,7 +200,6 @@ export class InvocationTrace {
     endSpan(this.span, outcome.status === 'failed' ? (outcome.errorCode ?? 'failed') : undefined);
   }
 }
-
 
 /**
  * What an event stream records on its CLIENT span: span events for the first event, every

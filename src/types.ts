@@ -6,7 +6,6 @@ import type { RunEvidence, RunLedger } from './ledger/types.js';
 
 export * from './contract/aip.js';
 
-
 export interface HermesEndpointConfig {
   /** Already normalized: 1-128 chars of [a-z0-9_-]. */
   id: string;

@@ -92,7 +92,11 @@ describe('chunk kinds (API doc mapping)', () => {
 describe('part text', () => {
   it('is the delta of message.delta, the text of reasoning.available and the output of run.completed', async () => {
     const { chunks, publisher } = recorder();
-    await publishAll(publisher, [ev('message.delta', { delta: 'Hello ' }), ev('reasoning.available', { text: 'cleanup done' }), ev('run.completed', { output: 'Removed ./build.' })]);
+    await publishAll(publisher, [
+      ev('message.delta', { delta: 'Hello ' }),
+      ev('reasoning.available', { text: 'cleanup done' }),
+      ev('run.completed', { output: 'Removed ./build.' }),
+    ]);
     expect(chunks.map((c) => c.part)).toStrictEqual([
       { type: 'text', text: 'Hello ' },
       { type: 'text', text: 'cleanup done' },
@@ -201,9 +205,12 @@ describe('back-pressure', () => {
 
 describe('a failing onChunk', () => {
   it.each([
-    ['throws synchronously', () => {
-      throw new Error('host publisher down');
-    }],
+    [
+      'throws synchronously',
+      () => {
+        throw new Error('host publisher down');
+      },
+    ],
     ['rejects', () => Promise.reject(new Error('host publisher down'))],
   ])('that %s surfaces as HermesFailure stream_publication', async (_name, onChunk) => {
     const publisher = new ChunkPublisher('act_1', onChunk);

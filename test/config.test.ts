@@ -120,7 +120,10 @@ describe('endpoints list', () => {
   });
 
   it('refuses duplicate endpoint ids with duplicate_endpoint_id', () => {
-    const error = expectCode({ endpoints: [endpoint({ id: 'dup' }), endpoint({ id: 'other' }), endpoint({ id: 'dup', baseUrl: 'http://127.0.0.2' })] }, 'duplicate_endpoint_id');
+    const error = expectCode(
+      { endpoints: [endpoint({ id: 'dup' }), endpoint({ id: 'other' }), endpoint({ id: 'dup', baseUrl: 'http://127.0.0.2' })] },
+      'duplicate_endpoint_id',
+    );
     expect(error.message).toContain('dup');
   });
 });
@@ -271,7 +274,9 @@ describe('limits', () => {
   it('refuses a frame limit larger than the stream limit', () => {
     expectCode({ ...base, limits: { maxSseFrameBytes: 2048, maxStreamResponseBytes: 1024 } }, 'invalid_limits');
     // Equal is allowed.
-    expect(resolveConfig({ ...base, limits: { maxSseFrameBytes: 1024, maxStreamResponseBytes: 1024 } } as unknown as HermesConnectorOptions).limits.maxSseFrameBytes).toBe(1024);
+    expect(
+      resolveConfig({ ...base, limits: { maxSseFrameBytes: 1024, maxStreamResponseBytes: 1024 } } as unknown as HermesConnectorOptions).limits.maxSseFrameBytes,
+    ).toBe(1024);
   });
 
   it('refuses a default frame limit larger than a lowered stream limit', () => {

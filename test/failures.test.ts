@@ -167,13 +167,25 @@ describe('toProtocolError retryable / uncertain_outcome matrix', () => {
 
 describe('toProtocolError shape', () => {
   it('builds the full error with prefix, message, category, source and all details', () => {
-    const failure = new HermesFailure('conflict', 'Hermes said no', { effect: 'known', remoteStatus: 409, providerCode: 'approval_not_pending', details: { run_id_known: true } });
+    const failure = new HermesFailure('conflict', 'Hermes said no', {
+      effect: 'known',
+      remoteStatus: 409,
+      providerCode: 'approval_not_pending',
+      details: { run_id_known: true },
+    });
     expect(toProtocolError(failure, 'ep1', 'run_approval')).toEqual({
       code: 'connector.hermes_agent.conflict',
       message: 'Hermes said no',
       category: 'permanent',
       retryable: false,
-      details: { run_id_known: true, endpoint_id: 'ep1', operation: 'run_approval', uncertain_outcome: false, remote_status: 409, provider_code: 'approval_not_pending' },
+      details: {
+        run_id_known: true,
+        endpoint_id: 'ep1',
+        operation: 'run_approval',
+        uncertain_outcome: false,
+        remote_status: 409,
+        provider_code: 'approval_not_pending',
+      },
       source: { component: 'aip-connector-hermes-agent' },
     });
   });

@@ -9,7 +9,16 @@ import { TERMINAL_STATUSES } from '../contract/hermes-vocabulary.js';
 import type { BridgeJob, BridgeJobPatch, RunLedger } from '../ledger/types.js';
 import { connectorLogger } from '../internal/logger.js';
 import { Secret } from '../internal/secret.js';
-import type { AipActionResult, AipStreamChunk, ApprovalGrant, ExecutionContext, HermesConnector, HermesSseEvent, OperationName, RunEventsOutput } from '../types.js';
+import type {
+  AipActionResult,
+  AipStreamChunk,
+  ApprovalGrant,
+  ExecutionContext,
+  HermesConnector,
+  HermesSseEvent,
+  OperationName,
+  RunEventsOutput,
+} from '../types.js';
 import { HermClient, type PostOutcome, type ToolResultEvent } from './herm-client.js';
 import { type HermStreamError, subscribeToSession } from './session-stream.js';
 import { capabilityId } from '../contract/registry.js';
@@ -302,7 +311,8 @@ export function createHermBridge(options: HermBridgeOptions): HermBridge {
       const status = await connector.invoke({ id: typedId('act_'), capability_id: cap('run_status'), input: { run_id: runId } }, context());
       const finale = finaleOfStatus(runId, status);
       if (finale) return finale;
-      if (now() >= deadline) return { status: 'failed', text: `Hermes run ${runId} did not finish within the time the bridge follows a run; it may still be running.` };
+      if (now() >= deadline)
+        return { status: 'failed', text: `Hermes run ${runId} did not finish within the time the bridge follows a run; it may still be running.` };
       await sleep(Math.min(settings.statusPoll.maxDelayMs, settings.statusPoll.baseDelayMs * 2 ** attempt), closing.signal);
     }
     return undefined;
@@ -337,7 +347,10 @@ export function createHermBridge(options: HermBridgeOptions): HermBridge {
     const input = { run_id: runId, choice: decision.choice };
     // Answered without blocking the event reader: the run only moves on once Hermes has the answer.
     const answer = connector
-      .invoke({ id: typedId('act_'), capability_id: cap('run_approval'), input, idempotency_key: `herm-approval-${chunk.sequence}-${job.idempotency_key}` }, context({ approval: decision.grant }))
+      .invoke(
+        { id: typedId('act_'), capability_id: cap('run_approval'), input, idempotency_key: `herm-approval-${chunk.sequence}-${job.idempotency_key}` },
+        context({ approval: decision.grant }),
+      )
       .then((result) => logger.info({ run_id: runId, status: result.status, code: result.error?.code }, 'hermes approval answered'));
     approvals.add(answer);
     const settled = () => void approvals.delete(answer);
@@ -479,7 +492,9 @@ export function createHermBridge(options: HermBridgeOptions): HermBridge {
         else {
           // Held by another live bridge (or finished since it was listed: takeOver sees that).
           const waiting = takeOver(job)
-            .catch((error: unknown) => logger.error({ session_id: job.session_id, tool_use_id: job.tool_use_id, err: errorName(error) }, 'herm job takeover stopped'))
+            .catch((error: unknown) =>
+              logger.error({ session_id: job.session_id, tool_use_id: job.tool_use_id, err: errorName(error) }, 'herm job takeover stopped'),
+            )
             .finally(() => takeovers.delete(waiting));
           takeovers.add(waiting);
         }
@@ -559,14 +574,16 @@ function resolveBridgeOptions(options: HermBridgeOptions) {
   }
   if (typeof options.herm.apiKey !== 'string' || !/^[\x21-\x7e]{1,16384}$/.test(options.herm.apiKey)) throw invalid('`herm.apiKey` must be visible ASCII');
   const route = options.streamRoute ?? DEFAULT_STREAM_ROUTE;
-  if (options.ledger !== undefined && !isRunLedger(options.ledger)) throw invalid('`ledger` must be a RunLedger (createMemoryLedger, createSqliteLedger, createPostgresLedger)');
+  if (options.ledger !== undefined && !isRunLedger(options.ledger))
+    throw invalid('`ledger` must be a RunLedger (createMemoryLedger, createSqliteLedger, createPostgresLedger)');
   const bridgeId = options.bridgeId ?? `bridge_${randomBytes(12).toString('hex')}`;
   if (typeof bridgeId !== 'string' || !/^[\x21-\x7e]{1,128}$/.test(bridgeId)) throw invalid('`bridgeId` must be 1-128 visible ASCII characters');
   const jobLeaseMs = options.jobLeaseMs ?? DEFAULT_JOB_LEASE_MS;
   if (!Number.isInteger(jobLeaseMs) || jobLeaseMs < 100 || jobLeaseMs > 86_400_000) throw invalid('`jobLeaseMs` must be an integer from 100 to 86400000');
   if (!route.startsWith('/') || !route.includes('{session_id}')) throw invalid('`streamRoute` must be a path containing {session_id}');
   const approvalTimeoutMs = options.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS;
-  if (!Number.isInteger(approvalTimeoutMs) || approvalTimeoutMs < 1 || approvalTimeoutMs > 86_400_000) throw invalid('`approvalTimeoutMs` must be an integer from 1 to 86400000');
+  if (!Number.isInteger(approvalTimeoutMs) || approvalTimeoutMs < 1 || approvalTimeoutMs > 86_400_000)
+    throw invalid('`approvalTimeoutMs` must be an integer from 1 to 86400000');
   return {
     connector: options.connector,
     endpointId: options.endpointId,

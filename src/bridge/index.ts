@@ -1,2 +1,10 @@
-export { createHermBridge, idempotencyKeyOf, type HermBridge, type HermBridgeOptions, type HermToolUseEvent, type HermApprovalRequest, type HermApprovalDecision } from './bridge.js';
+export {
+  createHermBridge,
+  idempotencyKeyOf,
+  type HermBridge,
+  type HermBridgeOptions,
+  type HermToolUseEvent,
+  type HermApprovalRequest,
+  type HermApprovalDecision,
+} from './bridge.js';
 export { applyToolUpdate, type HermHistoryEvent } from './tool-update.js';

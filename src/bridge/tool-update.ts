@@ -35,7 +35,8 @@ function patchOf(update: unknown): { indexIn: (history: readonly HermHistoryEven
   if (update.type === 'user.custom_tool_result' && typeof update.id === 'string' && typeof update.tool_use_id === 'string') {
     const { id, tool_use_id: toolUseId } = update;
     const byId = (history: readonly HermHistoryEvent[]) => history.findIndex((event) => event.id === id);
-    const byToolUse = (history: readonly HermHistoryEvent[]) => history.findIndex((event) => event.type === 'user.custom_tool_result' && event.tool_use_id === toolUseId);
+    const byToolUse = (history: readonly HermHistoryEvent[]) =>
+      history.findIndex((event) => event.type === 'user.custom_tool_result' && event.tool_use_id === toolUseId);
     return { indexIn: (history) => (byId(history) >= 0 ? byId(history) : byToolUse(history)), fields: update };
   }
   return undefined;

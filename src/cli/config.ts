@@ -118,7 +118,10 @@ function loadEndpoint(entry: unknown, where: string, folder: string, env: NodeJS
   if (typeof id !== 'string') throw new UsageError(`${where}: "id" must be a string`);
   const named = `${where} (${printable(id)})`;
   if (typeof baseUrl !== 'string') throw new UsageError(`${named}: "baseUrl" must be a string`);
-  for (const [field, value] of [['tenantId', tenantId], ['displayName', displayName]] as const) {
+  for (const [field, value] of [
+    ['tenantId', tenantId],
+    ['displayName', displayName],
+  ] as const) {
     if (value !== undefined && typeof value !== 'string') throw new UsageError(`${named}: "${field}" must be a string`);
   }
   if ((apiKeyFile === undefined) === (apiKeyEnv === undefined)) throw new UsageError(`${named}: give exactly one of "apiKeyFile" and "apiKeyEnv"`);

@@ -6,7 +6,9 @@ import { FAKE_MODEL_HELP } from './help.js';
 import { waitForTermination } from './signals.js';
 
 export async function fakeModelCommand(args: string[]): Promise<number> {
-  const { values } = parseCommand('fake-model', args, (argv) => parseArgs({ args: argv, strict: true, options: { port: { type: 'string' }, help: HELP_OPTION } }));
+  const { values } = parseCommand('fake-model', args, (argv) =>
+    parseArgs({ args: argv, strict: true, options: { port: { type: 'string' }, help: HELP_OPTION } }),
+  );
   if (values.help) {
     process.stdout.write(FAKE_MODEL_HELP);
     return EXIT.ok;

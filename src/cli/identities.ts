@@ -28,7 +28,9 @@ export function artifactIdentities(): ArtifactIdentities {
 
 export function contractsDigest(root: string = PACKAGE_ROOT): string {
   const folder = join(root, 'contracts');
-  const names = readdirSync(folder).filter((name) => name.endsWith('.json')).sort();
+  const names = readdirSync(folder)
+    .filter((name) => name.endsWith('.json'))
+    .sort();
   const contracts = names.map((name) => JSON.parse(readFileSync(join(folder, name), 'utf8')) as unknown);
   return `sha256:${sha256(canonicalJson(contracts))}`;
 }

@@ -52,7 +52,11 @@ export async function invokeCommand(args: string[]): Promise<number> {
     const streaming = capabilityId.endsWith(':run_events');
     const action: AipAction = { id: typedId('act_'), capability_id: capabilityId, input };
     if (values['idempotency-key'] !== undefined) action.idempotency_key = values['idempotency-key'];
-    const context: ExecutionContext = { signal: interrupt.signal, actor: { principalId: 'hermes-aip-cli' }, traceId: `trace_${randomBytes(16).toString('hex')}` };
+    const context: ExecutionContext = {
+      signal: interrupt.signal,
+      actor: { principalId: 'hermes-aip-cli' },
+      traceId: `trace_${randomBytes(16).toString('hex')}`,
+    };
     if (values.tenant !== undefined) context.tenantId = values.tenant;
     if (approval !== undefined) context.approval = approval as ApprovalGrant;
     if (streaming) context.onChunk = (chunk) => writeLine(chunk);

@@ -5,7 +5,9 @@ import { EXIT } from './errors.js';
 import { MANIFEST_HELP } from './help.js';
 
 export async function manifestCommand(args: string[]): Promise<number> {
-  const { values } = parseCommand('manifest', args, (argv) => parseArgs({ args: argv, strict: true, options: { config: { type: 'string' }, help: HELP_OPTION } }));
+  const { values } = parseCommand('manifest', args, (argv) =>
+    parseArgs({ args: argv, strict: true, options: { config: { type: 'string' }, help: HELP_OPTION } }),
+  );
   if (values.help) {
     process.stdout.write(MANIFEST_HELP);
     return EXIT.ok;

@@ -1,7 +1,8 @@
 import type { SpanExporter, ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { UsageError } from './errors.js';
 
-const OPTIONAL_PACKAGES = '@opentelemetry/sdk-trace-base@2.12.1 @opentelemetry/core@2.12.1 @opentelemetry/resources@2.12.1 @opentelemetry/context-async-hooks@2.12.1';
+const OPTIONAL_PACKAGES =
+  '@opentelemetry/sdk-trace-base@2.12.1 @opentelemetry/core@2.12.1 @opentelemetry/resources@2.12.1 @opentelemetry/context-async-hooks@2.12.1';
 
 /**
  * Tracing for the CLI from the standard OpenTelemetry variables: `OTEL_TRACES_EXPORTER`

@@ -24,7 +24,14 @@ export async function conformanceCommand(args: string[]): Promise<number> {
     parseArgs({
       args: argv,
       strict: true,
-      options: { config: { type: 'string' }, out: { type: 'string' }, simulate: { type: 'boolean' }, profile: { type: 'string' }, timeout: { type: 'string' }, help: HELP_OPTION },
+      options: {
+        config: { type: 'string' },
+        out: { type: 'string' },
+        simulate: { type: 'boolean' },
+        profile: { type: 'string' },
+        timeout: { type: 'string' },
+        help: HELP_OPTION,
+      },
     }),
   );
   if (values.help) {
@@ -33,7 +40,8 @@ export async function conformanceCommand(args: string[]): Promise<number> {
   }
   if (values.simulate && values.config !== undefined) throw new UsageError('conformance: --simulate and --config exclude each other');
   if (values.profile !== undefined && !values.simulate) throw new UsageError('conformance: --profile applies only with --simulate');
-  if (values.profile !== undefined && !isSimulatorProfile(values.profile)) throw new UsageError(`conformance: --profile must be one of ${SIMULATOR_PROFILES.join(', ')}`);
+  if (values.profile !== undefined && !isSimulatorProfile(values.profile))
+    throw new UsageError(`conformance: --profile must be one of ${SIMULATOR_PROFILES.join(', ')}`);
   const stepTimeoutMs = (integerOption(values.timeout, 'timeout', 1, 3600) ?? (values.simulate ? 10 : 120)) * 1000;
   const profile = values.profile === 'later' ? 'later' : 'pin';
   const loaded = values.simulate ? undefined : loadConfig(values.config);
@@ -46,13 +54,18 @@ export async function conformanceCommand(args: string[]): Promise<number> {
   } else {
     const apiKey = `hk_sim_${randomBytes(24).toString('hex')}`;
     simulator = await startHermesSimulator({ apiKey, profile, keepaliveMs: 1000, stepDelayMs: 5, streamLookupMs: 200 });
-    target = { source: 'embedded simulator', endpoints: [{ config: { id: 'simulator', baseUrl: simulator.url, apiKey }, keySource: 'generated for the embedded simulator' }] };
+    target = {
+      source: 'embedded simulator',
+      endpoints: [{ config: { id: 'simulator', baseUrl: simulator.url, apiKey }, keySource: 'generated for the embedded simulator' }],
+    };
   }
   const bodies = runBodies(simulator !== undefined);
   const endpoints: EndpointConformance[] = [];
   try {
     for (const endpoint of target.endpoints) {
-      process.stdout.write(`hermes-aip conformance: 13 behaviour checks against endpoint ${endpoint.config.id}${simulator ? ` (embedded simulator, profile ${profile})` : ''}\n`);
+      process.stdout.write(
+        `hermes-aip conformance: 13 behaviour checks against endpoint ${endpoint.config.id}${simulator ? ` (embedded simulator, profile ${profile})` : ''}\n`,
+      );
       endpoints.push(await checkEndpoint(endpoint, { bodies, stepTimeoutMs, simulated: simulator !== undefined }));
     }
   } finally {
@@ -87,7 +100,10 @@ export async function conformanceCommand(args: string[]): Promise<number> {
   if (values.out !== undefined) {
     const [jsonPath, htmlPath] = writeArtifacts(
       values.out,
-      [['conformance.json', jsonDocument(artifact)], ['conformance.html', renderConformanceReport(artifact)]],
+      [
+        ['conformance.json', jsonDocument(artifact)],
+        ['conformance.html', renderConformanceReport(artifact)],
+      ],
       'the conformance artifact',
     );
     process.stdout.write(`Artifact: ${jsonPath}\nReport:   ${htmlPath}\n`);
@@ -95,7 +111,10 @@ export async function conformanceCommand(args: string[]): Promise<number> {
   return artifact.result === 'passed' ? EXIT.ok : EXIT.failed;
 }
 
-async function checkEndpoint(endpoint: LoadedEndpoint, settings: { bodies: RunBodies; stepTimeoutMs: number; simulated: boolean }): Promise<EndpointConformance> {
+async function checkEndpoint(
+  endpoint: LoadedEndpoint,
+  settings: { bodies: RunBodies; stepTimeoutMs: number; simulated: boolean },
+): Promise<EndpointConformance> {
   const { config } = endpoint;
   const provider: ProviderAccess = {
     baseUrl: config.baseUrl,
@@ -120,7 +139,9 @@ async function checkEndpoint(endpoint: LoadedEndpoint, settings: { bodies: RunBo
   }
   const finishedAt = Date.now();
   for (const check of report.staticChecks) {
-    process.stdout.write(`  static ${check.passed ? 'PASS' : 'FAIL'} ${check.id}${check.passed ? '' : ` (${check.findings.length} finding(s), reported only)`}\n`);
+    process.stdout.write(
+      `  static ${check.passed ? 'PASS' : 'FAIL'} ${check.id}${check.passed ? '' : ` (${check.findings.length} finding(s), reported only)`}\n`,
+    );
   }
   return {
     endpoint_id: config.id,

@@ -21,7 +21,10 @@ ${summary.passed} passed, ${summary.failed} failed, ${summary.not_applicable} no
 <h2>Identities</h2>
 ${identityTable('identities', [
   ['Conformance id', artifact.conformance_id],
-  ['Target', `${artifact.target.kind}${artifact.target.simulator_profile ? ` (simulator profile ${artifact.target.simulator_profile})` : ''}; ${artifact.target.config_source}`],
+  [
+    'Target',
+    `${artifact.target.kind}${artifact.target.simulator_profile ? ` (simulator profile ${artifact.target.simulator_profile})` : ''}; ${artifact.target.config_source}`,
+  ],
   ['Evidence source', artifact.target.evidence_source],
   ['AIP protocol version', identities.aip_protocol_version],
   ['Contracts digest', identities.contracts_digest],
@@ -75,7 +78,10 @@ ${check.host_roles.length > 0 ? `<p>Played by the kit as host: ${check.host_role
 }
 
 function checkRow(check: BehaviourCheck): string {
-  const assertions = check.assertions.map((assertion) => `<li class="${assertion.passed ? 'passed' : 'failed'}" title="${escapeHtml(assertion.reason)}"><code>${escapeHtml(assertion.name)}</code> ${assertion.passed ? 'true' : 'false'}</li>`);
+  const assertions = check.assertions.map(
+    (assertion) =>
+      `<li class="${assertion.passed ? 'passed' : 'failed'}" title="${escapeHtml(assertion.reason)}"><code>${escapeHtml(assertion.name)}</code> ${assertion.passed ? 'true' : 'false'}</li>`,
+  );
   return `<tr data-check="${escapeHtml(check.id)}" data-result="${escapeHtml(check.verdict)}">
 <td><code>${escapeHtml(check.id)}</code></td><td class="result ${escapeHtml(check.verdict)}">${LABEL[check.verdict]}</td>
 <td>${assertions.length > 0 ? `<ul>${assertions.join('')}</ul>` : ''}</td><td>${escapeHtml(check.reason)}</td></tr>`;

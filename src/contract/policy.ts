@@ -48,7 +48,12 @@ function checkContextFields(context: unknown): ExecutionContext {
   if (c.tenantId === '') throw invalidContext('tenantId must not be empty');
   if (c.actor !== undefined) {
     const actor = c.actor as Record<string, unknown> | null;
-    if (typeof actor !== 'object' || actor === null || typeof actor.principalId !== 'string' || (actor.issuer !== undefined && typeof actor.issuer !== 'string')) {
+    if (
+      typeof actor !== 'object' ||
+      actor === null ||
+      typeof actor.principalId !== 'string' ||
+      (actor.issuer !== undefined && typeof actor.issuer !== 'string')
+    ) {
       throw invalidContext('actor must be { principalId: string, issuer?: string }');
     }
   }

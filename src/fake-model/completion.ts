@@ -52,7 +52,10 @@ export function plainCompletion(reply: FakeReply, requestBytes: number): Record<
  */
 export function streamedCompletion(reply: FakeReply, requestBytes: number, includeUsage: boolean): Record<string, unknown>[] {
   const base = { ...header(), object: 'chat.completion.chunk' };
-  const chunk = (delta: Record<string, unknown>, finishReason: string | null = null) => ({ ...base, choices: [{ index: 0, delta, finish_reason: finishReason }] });
+  const chunk = (delta: Record<string, unknown>, finishReason: string | null = null) => ({
+    ...base,
+    choices: [{ index: 0, delta, finish_reason: finishReason }],
+  });
   const chunks: Record<string, unknown>[] =
     reply.kind === 'text'
       ? textDeltas(reply.text).map((text, index) => chunk(index === 0 ? { role: 'assistant', content: text } : { content: text }))

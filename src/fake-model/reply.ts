@@ -44,7 +44,9 @@ function lastUserText(messages: ChatMessage[]): string {
   if (typeof user?.content === 'string') return user.content;
   if (!Array.isArray(user?.content)) return '';
   return user.content
-    .map((part: unknown) => (typeof part === 'object' && part !== null && typeof (part as { text?: unknown }).text === 'string' ? (part as { text: string }).text : ''))
+    .map((part: unknown) =>
+      typeof part === 'object' && part !== null && typeof (part as { text?: unknown }).text === 'string' ? (part as { text: string }).text : '',
+    )
     .join('\n');
 }
 

@@ -1,16 +1,7 @@
 import { pino, type Logger } from 'pino';
 
 /** Paths pino censors in every line the connector writes, whatever a host's own serializers add. */
-const REDACT_PATHS = [
-  'authorization',
-  'headers.authorization',
-  '*.authorization',
-  'apiKey',
-  '*.apiKey',
-  'api_key',
-  '*.api_key',
-  'headers["x-api-key"]',
-];
+const REDACT_PATHS = ['authorization', 'headers.authorization', '*.authorization', 'apiKey', '*.apiKey', 'api_key', '*.api_key', 'headers["x-api-key"]'];
 
 const silent: Logger = pino({ level: 'silent' });
 

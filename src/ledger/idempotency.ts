@@ -86,9 +86,12 @@ export class IdempotencyGuard {
 
   async #execute(call: GuardedCall): Promise<AipActionResult> {
     const { ledger, leaseMs, now, onLedgerError } = this.#options;
-    const renewal = setInterval(() => {
-      ledger.renewLease(call.scope, this.#owner, now() + leaseMs).catch((error: unknown) => onLedgerError(error, 'renew lease'));
-    }, Math.max(1, Math.floor(leaseMs / 3)));
+    const renewal = setInterval(
+      () => {
+        ledger.renewLease(call.scope, this.#owner, now() + leaseMs).catch((error: unknown) => onLedgerError(error, 'renew lease'));
+      },
+      Math.max(1, Math.floor(leaseMs / 3)),
+    );
     let result: AipActionResult;
     try {
       result = await call.execute();

@@ -2,7 +2,6 @@ import type { Telemetry } from '../telemetry.js';
 import { endSpan } from '../telemetry.js';
 import { LEDGER_METHODS, type RunLedger } from './types.js';
 
-
 /**
  * The ledger with a span (`aip.ledger <method>`, a child of the active context) and an
  * `aip.ledger.operation.duration` point per call. Arguments and results are never recorded:
@@ -24,7 +23,10 @@ export function instrumentLedger(ledger: RunLedger, telemetry: Telemetry): RunLe
         throw error;
       } finally {
         endSpan(span, errorType);
-        telemetry.ledgerDuration.record((performance.now() - started) / 1000, errorType === undefined ? attributes : { ...attributes, 'error.type': errorType });
+        telemetry.ledgerDuration.record(
+          (performance.now() - started) / 1000,
+          errorType === undefined ? attributes : { ...attributes, 'error.type': errorType },
+        );
       }
     };
   }

@@ -2,7 +2,18 @@ import { ConnectorConfigError } from '../config.js';
 import type { AipActionResult } from '../types.js';
 import { pickEvidence } from './evidence.js';
 import { isOpen, isSettled } from './run-status.js';
-import type { BridgeJob, ClaimRequest, ClaimResult, GrantUse, IdempotencyRecord, IdempotencyScope, RunEvidence, RunEvidencePatch, RunLedger, RunRef } from './types.js';
+import type {
+  BridgeJob,
+  ClaimRequest,
+  ClaimResult,
+  GrantUse,
+  IdempotencyRecord,
+  IdempotencyScope,
+  RunEvidence,
+  RunEvidencePatch,
+  RunLedger,
+  RunRef,
+} from './types.js';
 
 export interface MemoryLedgerOptions {
   /** Run bindings and finished bridge jobs not updated for this long are dropped (default 24 h, the key TTL). */
@@ -188,6 +199,7 @@ function assignDefined<T extends object>(target: T, patch: Partial<T>): void {
 
 function positiveOption(value: number | undefined, fallback: number, name: string): number {
   if (value === undefined) return fallback;
-  if (!Number.isSafeInteger(value) || value <= 0) throw new ConnectorConfigError('invalid_ledger', `createMemoryLedger: \`${name}\` must be a positive integer`);
+  if (!Number.isSafeInteger(value) || value <= 0)
+    throw new ConnectorConfigError('invalid_ledger', `createMemoryLedger: \`${name}\` must be a positive integer`);
   return value;
 }

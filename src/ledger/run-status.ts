@@ -1,7 +1,6 @@
 import { TERMINAL_STATUSES } from '../contract/hermes-vocabulary.js';
 import type { RunEvidence } from './types.js';
 
-
 /** A binding still worth reconciling: not terminal, evidence not lost. */
 export function isOpen(evidence: RunEvidence): boolean {
   return !evidence.evidence_lost && !isSettled(evidence);

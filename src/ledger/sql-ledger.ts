@@ -64,10 +64,11 @@ export function createSqlLedger(kind: string, executor: SqlExecutor): RunLedger 
       return rows[0] ? toRecord(rows[0]) : undefined;
     },
     async renewLease(scope, owner, leaseExpiresAt) {
-      const changed = await (await db()).run(
-        `UPDATE idempotency_records SET lease_expires_at = ? WHERE ${SCOPE} AND state = 'in_flight' AND lease_owner = ?`,
-        [leaseExpiresAt, ...scopeParams(scope), owner],
-      );
+      const changed = await (await db()).run(`UPDATE idempotency_records SET lease_expires_at = ? WHERE ${SCOPE} AND state = 'in_flight' AND lease_owner = ?`, [
+        leaseExpiresAt,
+        ...scopeParams(scope),
+        owner,
+      ]);
       return changed > 0;
     },
     async settle(scope, owner, result: AipActionResult) {
@@ -99,7 +100,10 @@ export function createSqlLedger(kind: string, executor: SqlExecutor): RunLedger 
         `INSERT INTO approval_grant_uses (tenant_scope, ${GRANT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant_scope, approval_id) DO NOTHING`,
         [tenantScope(use.tenant_id), use.tenant_id, use.approval_id, use.capability_id, use.idempotency_key, use.action_id, use.used_at, use.expires_at],
       );
-      const rows = await sql.all(`SELECT ${GRANT_COLUMNS} FROM approval_grant_uses WHERE tenant_scope = ? AND approval_id = ?`, [tenantScope(use.tenant_id), use.approval_id]);
+      const rows = await sql.all(`SELECT ${GRANT_COLUMNS} FROM approval_grant_uses WHERE tenant_scope = ? AND approval_id = ?`, [
+        tenantScope(use.tenant_id),
+        use.approval_id,
+      ]);
       // Purged between the two statements (its grant expired): the grant is refused anyway.
       return rows[0] ? toGrantUse(rows[0]) : use;
     },
@@ -183,11 +187,15 @@ export function createSqlLedger(kind: string, executor: SqlExecutor): RunLedger 
       return changed > 0;
     },
     async updateJob(sessionId, toolUseId, patch) {
-      const fields = (['run_id', 'state', 'kickoff', 'kickoff_event_id', 'final_status', 'final_event_id'] as const).filter((field) => patch[field] !== undefined);
-      await (await db()).run(
-        `UPDATE herm_jobs SET updated_at = ?${fields.map((field) => `, ${field} = ?`).join('')} WHERE ${JOB}`,
-        [patch.updated_at, ...fields.map((field) => patch[field]), sessionId, toolUseId],
+      const fields = (['run_id', 'state', 'kickoff', 'kickoff_event_id', 'final_status', 'final_event_id'] as const).filter(
+        (field) => patch[field] !== undefined,
       );
+      await (await db()).run(`UPDATE herm_jobs SET updated_at = ?${fields.map((field) => `, ${field} = ?`).join('')} WHERE ${JOB}`, [
+        patch.updated_at,
+        ...fields.map((field) => patch[field]),
+        sessionId,
+        toolUseId,
+      ]);
     },
     async job(sessionId, toolUseId) {
       const rows = await (await db()).all(`SELECT ${JOB_COLUMNS} FROM herm_jobs WHERE ${JOB}`, [sessionId, toolUseId]);
@@ -208,7 +216,10 @@ export function createSqlLedger(kind: string, executor: SqlExecutor): RunLedger 
       return this.job(sessionId, toolUseId);
     },
     async renewJobLease(sessionId, toolUseId, owner, leaseExpiresAt) {
-      return (await (await db()).run(`UPDATE herm_jobs SET lease_expires_at = ? WHERE ${JOB} AND lease_owner = ?`, [leaseExpiresAt, sessionId, toolUseId, owner])) > 0;
+      return (
+        (await (await db()).run(`UPDATE herm_jobs SET lease_expires_at = ? WHERE ${JOB} AND lease_owner = ?`, [leaseExpiresAt, sessionId, toolUseId, owner])) >
+        0
+      );
     },
     async close() {
       await setUp.settled();

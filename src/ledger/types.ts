@@ -44,7 +44,9 @@ export interface BridgeJob {
   lease_expires_at: number | null;
 }
 
-export type BridgeJobPatch = Partial<Pick<BridgeJob, 'run_id' | 'state' | 'kickoff' | 'kickoff_event_id' | 'final_status' | 'final_event_id'>> & { updated_at: number };
+export type BridgeJobPatch = Partial<Pick<BridgeJob, 'run_id' | 'state' | 'kickoff' | 'kickoff_event_id' | 'final_status' | 'final_event_id'>> & {
+  updated_at: number;
+};
 
 export type RunEvidencePatch = Partial<Pick<RunEvidence, 'last_status' | 'terminal_event' | 'evidence_lost'>> & { updated_at: number };
 

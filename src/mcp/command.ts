@@ -76,18 +76,15 @@ async function untilInterrupted(alsoWhen: (stop: () => void) => void = () => {})
   stopListening();
 }
 
-async function serveHttp(
-  port: number,
-  logger: Logger,
-  serverFor: (principalId: string) => Server,
-  tokens: BearerToken[],
-): Promise<number> {
+async function serveHttp(port: number, logger: Logger, serverFor: (principalId: string) => Server, tokens: BearerToken[]): Promise<number> {
   let http: Awaited<ReturnType<typeof serveStreamableHttp>>;
   try {
     http = await serveStreamableHttp({ port, tokens, serverFor, logger });
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    throw new CliError(`mcp: cannot listen on 127.0.0.1:${port}: ${code === 'EADDRINUSE' ? 'the port is in use' : error instanceof Error ? error.message : String(error)}`);
+    throw new CliError(
+      `mcp: cannot listen on 127.0.0.1:${port}: ${code === 'EADDRINUSE' ? 'the port is in use' : error instanceof Error ? error.message : String(error)}`,
+    );
   }
   logger.info({ transport: 'streamable-http', url: http.url, principals: new Set(tokens.map((token) => token.principalId)).size }, 'MCP server listening');
   await untilInterrupted();

@@ -103,7 +103,9 @@ export async function serveStreamableHttp(options: McpHttpOptions): Promise<McpH
 function principalFor(tokens: readonly BearerToken[], authorization: string | undefined): string | undefined {
   const match = BEARER.exec(authorization ?? '');
   if (!match) return undefined;
-  const presented = createHash('sha256').update(match[1] as string).digest();
+  const presented = createHash('sha256')
+    .update(match[1] as string)
+    .digest();
   let principalId: string | undefined;
   for (const token of tokens) if (timingSafeEqual(presented, token.digest)) principalId = token.principalId;
   return principalId;

@@ -73,9 +73,7 @@ async function callTool(server: Server, options: McpServerOptions, tool: HermesT
   const startedAt = Date.now();
   const action = actionFor(tool, request.params.arguments ?? {});
   const context = contextFor(options.identity, extra, tool);
-  const result = tool.needsApproval
-    ? await invokeWithApproval(server, options, tool, action, context, extra)
-    : await options.connector.invoke(action, context);
+  const result = tool.needsApproval ? await invokeWithApproval(server, options, tool, action, context, extra) : await options.connector.invoke(action, context);
   logOutcome(options.logger, tool, result, Date.now() - startedAt, extra.signal.aborted);
   return toolResult(tool, result);
 }
@@ -136,7 +134,8 @@ async function invokeWithApproval(
   const approval = options.approvals
     ? await askForApproval({ server, tool, input: action.input, principalId: options.identity.principalId, requestId: extra.requestId, signal: extra.signal })
     : ({ approved: false, why: 'disabled' } as const);
-  if (!approval.approved) return { ...check, action_id: action.id, error: { ...check.error, message: `${check.error.message} (${REFUSAL_TEXT[approval.why]})` } };
+  if (!approval.approved)
+    return { ...check, action_id: action.id, error: { ...check.error, message: `${check.error.message} (${REFUSAL_TEXT[approval.why]})` } };
   return options.connector.invoke(action, { ...context, approval: approval.grant });
 }
 

@@ -49,7 +49,10 @@ export function mcpSettings(config: LoadedConfig, env: NodeJS.ProcessEnv = proce
   if (!Array.isArray(value['tokens']) || value['tokens'].length === 0) throw new UsageError(`${where}.tokens must be a non-empty array`);
   // "tokens" can only come from a config file, so there is a folder to resolve tokenFile against.
   const { folder } = config.mcp as { folder: string };
-  return { identity, tokens: value['tokens'].map((entry: unknown, index: number) => tokenSource(entry, `${where}.tokens[${index}]`, folder, env, principalId)) };
+  return {
+    identity,
+    tokens: value['tokens'].map((entry: unknown, index: number) => tokenSource(entry, `${where}.tokens[${index}]`, folder, env, principalId)),
+  };
 }
 
 /** Reads every token (only `--http` needs them); an empty, short or repeated token stops the server before it listens. */

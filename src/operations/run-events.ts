@@ -2,7 +2,15 @@ import { CallScope } from '../transport/call-scope.js';
 import { HermesFailure } from '../failures.js';
 import { ERROR_CODE_PREFIX } from '../internal/package-info.js';
 import { buildHeaders } from '../transport/headers.js';
-import { failureFromResponse, isEventStreamContentType, isSuccess, sendRequest, transportErrorCode, transportFailure, type ProviderResponse } from '../transport/http.js';
+import {
+  failureFromResponse,
+  isEventStreamContentType,
+  isSuccess,
+  sendRequest,
+  transportErrorCode,
+  transportFailure,
+  type ProviderResponse,
+} from '../transport/http.js';
 import { statusOfTerminalEvent, TERMINAL_EVENTS } from '../contract/hermes-vocabulary.js';
 import type { RunEvidencePatch } from '../ledger/types.js';
 import { schemaCatalog } from '../contract/schemas.js';
@@ -83,7 +91,13 @@ function eventsPatch(output: RunEventsOutput | undefined, now: number): RunEvide
   return typeof status === 'string' ? { updated_at: now, last_status: status } : undefined;
 }
 
-async function readStream(call: OperationCall<RunEventsInput>, response: ProviderResponse, output: RunEventsOutput, scope: CallScope, trace: StreamTrace): Promise<StreamEnd> {
+async function readStream(
+  call: OperationCall<RunEventsInput>,
+  response: ProviderResponse,
+  output: RunEventsOutput,
+  scope: CallScope,
+  trace: StreamTrace,
+): Promise<StreamEnd> {
   if (!isEventStreamContentType(response.headers['content-type'])) {
     response.body.destroy();
     throw new HermesFailure('invalid_response', `Hermes endpoint \`${call.endpoint.id}\` answered the event stream request with another content type`, {
@@ -114,7 +128,8 @@ async function readStream(call: OperationCall<RunEventsInput>, response: Provide
     }
     return { kind: 'closed' };
   } catch (error) {
-    if (error instanceof HermesFailure || scope.cause !== undefined) throw transportFailure(error, scope, call.pools.targetFor(call.endpoint).peer, 'body', output.http_status);
+    if (error instanceof HermesFailure || scope.cause !== undefined)
+      throw transportFailure(error, scope, call.pools.targetFor(call.endpoint).peer, 'body', output.http_status);
     return { kind: 'broken', transportCode: transportErrorCode(error) };
   } finally {
     // Each event is redacted already; a key split across deltas only appears once they are joined.
@@ -159,7 +174,12 @@ async function settle(call: OperationCall<RunEventsInput>, output: RunEventsOutp
   if (end.kind === 'terminal') {
     if (output.terminal_event === 'run.completed') return { status: 'completed', output, message };
     if (output.terminal_event === 'run.cancelled') return { status: 'cancelled', output, message };
-    return { status: 'failed', output, message, failure: new HermesFailure('stream_failed', `Hermes run \`${runId}\` failed (run.failed)`, { effect: 'known' }) };
+    return {
+      status: 'failed',
+      output,
+      message,
+      failure: new HermesFailure('stream_failed', `Hermes run \`${runId}\` failed (run.failed)`, { effect: 'known' }),
+    };
   }
   if (end.kind === 'truncated') {
     output.truncated = true;

@@ -7,5 +7,6 @@ export const runStop: Operation<RunIdInput> = {
   name: 'run_stop',
   checkInput: ({ run_id }) => checkRunId(run_id),
   execute: (call) => callJson(call, { method: 'POST', route: runRoute(call.input.run_id, '/stop') }),
-  learnAboutRun: ({ result, now }) => (result.status === 'completed' ? { updated_at: now, last_status: (result.output as { status: string }).status } : undefined),
+  learnAboutRun: ({ result, now }) =>
+    result.status === 'completed' ? { updated_at: now, last_status: (result.output as { status: string }).status } : undefined,
 };

@@ -1,14 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { collectBody, listen, originOf, type CollectedBody } from './http-common.js';
-import {
-  checkIdempotencyKey,
-  checkSessionKey,
-  corsDecision,
-  decodePath,
-  isAuthorized,
-  matchRoute,
-} from './http-routing.js';
+import { checkIdempotencyKey, checkSessionKey, corsDecision, decodePath, isAuthorized, matchRoute } from './http-routing.js';
 import { PROFILE_TRAITS, type ProfileTraits } from './profiles.js';
 import { pyJson } from './py-json.js';
 import {
@@ -30,15 +23,7 @@ import { RunStream } from './run-stream.js';
 import { defaultScript } from './script.js';
 import { streamRunEvents } from './sse.js';
 import { TimerRegistry } from './timers.js';
-import type {
-  HermesSimulator,
-  HermesSimulatorOptions,
-  RecordedRequest,
-  SimulatedRun,
-  SimulatorFault,
-  SimulatorProfile,
-  SimulatorRoute,
-} from './types.js';
+import type { HermesSimulator, HermesSimulatorOptions, RecordedRequest, SimulatedRun, SimulatorFault, SimulatorProfile, SimulatorRoute } from './types.js';
 import {
   BODY_TOO_LARGE,
   INVALID_API_KEY,

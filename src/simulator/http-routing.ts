@@ -3,10 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import type { SimulatorRoute } from './types.js';
 import { headerValue, type HeaderList } from './wire.js';
 
-export type RouteMatch =
-  | { kind: 'route'; route: SimulatorRoute; runId: string }
-  | { kind: 'not-found' }
-  | { kind: 'method-not-allowed'; allow: string };
+export type RouteMatch = { kind: 'route'; route: SimulatorRoute; runId: string } | { kind: 'not-found' } | { kind: 'method-not-allowed'; allow: string };
 
 interface RouteShape {
   route: SimulatorRoute;

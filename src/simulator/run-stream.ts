@@ -1,10 +1,7 @@
 import type { TimerRegistry } from './timers.js';
 
 /** What travels through a run's queue to its SSE subscriber. */
-export type StreamItem =
-  | { kind: 'bytes'; data: string | Uint8Array }
-  | { kind: 'cut' }
-  | { kind: 'end' };
+export type StreamItem = { kind: 'bytes'; data: string | Uint8Array } | { kind: 'cut' } | { kind: 'end' };
 
 export type TakeResult = StreamItem | { kind: 'timeout' } | { kind: 'aborted' };
 
@@ -54,10 +51,7 @@ export class RunStream {
     });
     const timerDone = new AbortController();
     const timeout = this.timers.delay(timeoutMs, AbortSignal.any([signal, timerDone.signal]));
-    const result = await Promise.race([
-      arrival,
-      timeout.then((elapsed): TakeResult => (elapsed ? { kind: 'timeout' } : { kind: 'aborted' })),
-    ]);
+    const result = await Promise.race([arrival, timeout.then((elapsed): TakeResult => (elapsed ? { kind: 'timeout' } : { kind: 'aborted' }))]);
     timerDone.abort();
     if (result.kind !== 'timeout' && result.kind !== 'aborted') return result;
     // An item handed to our waiter in the same turn as the timeout must not be lost.

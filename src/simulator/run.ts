@@ -165,14 +165,7 @@ export class RunState {
 }
 
 /** Records an event, updates `updated_at`/`last_event` (and the status if given) and delivers its frame. */
-export function emitEvent(
-  env: RunEnvironment,
-  run: RunState,
-  type: string,
-  fields: Record<string, unknown>,
-  delivery: Delivery,
-  status?: string,
-): void {
+export function emitEvent(env: RunEnvironment, run: RunState, type: string, fields: Record<string, unknown>, delivery: Delivery, status?: string): void {
   const timestamp = nowSeconds();
   const event =
     type === 'approval.request'
@@ -196,10 +189,7 @@ function toWireEvent(event: Record<string, unknown>): Record<string, unknown> {
   return wire;
 }
 
-type Ending =
-  | { status: 'completed'; output: string; usage: Usage }
-  | { status: 'failed'; error: string }
-  | { status: 'cancelled' };
+type Ending = { status: 'completed'; output: string; usage: Usage } | { status: 'failed'; error: string } | { status: 'cancelled' };
 
 /** Ends a run: terminal status and event, pending approvals denied, control refs dropped, sentinel queued. */
 export function finishRun(env: RunEnvironment, run: RunState, ending: Ending): void {

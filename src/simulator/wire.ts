@@ -71,7 +71,6 @@ export function runNotFound(runId: string): unknown {
 /** The 401 body has no `param` key. */
 export const INVALID_API_KEY = { error: { message: 'Invalid API key', type: 'invalid_request_error', code: 'invalid_api_key' } };
 
-
 export type ParsedJson = { kind: 'object'; value: Record<string, unknown> } | { kind: 'non-object'; value: unknown } | { kind: 'invalid' };
 
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });

@@ -62,7 +62,9 @@ export function buildHeaders({ endpoint, action, context, accept, hasBody, sessi
  */
 export function providerIdempotencyKey(action: Pick<AipAction, 'capability_id' | 'idempotency_key'>, tenantId: string | undefined): string | undefined {
   if (!action.idempotency_key) return undefined;
-  const digest = createHash('sha256').update(JSON.stringify([tenantId ?? null, action.capability_id, action.idempotency_key])).digest('hex');
+  const digest = createHash('sha256')
+    .update(JSON.stringify([tenantId ?? null, action.capability_id, action.idempotency_key]))
+    .digest('hex');
   return `aip1-${digest}`;
 }
 

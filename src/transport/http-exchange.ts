@@ -15,7 +15,9 @@ import { transportFailure, type BufferedResponse, type ProviderRequest, type Req
  */
 export function exchange(target: RequestTarget, request: ProviderRequest, scope: CallScope, reading: ResponseReading): Promise<BufferedResponse> {
   return new Promise((resolve, reject) => {
-    const handler = new BufferingHandler(reading, resolve, (error, stage, statusCode) => reject(transportFailure(error, scope, target.peer, stage, statusCode)));
+    const handler = new BufferingHandler(reading, resolve, (error, stage, statusCode) =>
+      reject(transportFailure(error, scope, target.peer, stage, statusCode)),
+    );
     scope.onAbort((reason) => handler.abort(reason));
     const options: Dispatcher.DispatchOptions = {
       origin: target.origin,
@@ -49,7 +51,11 @@ class BufferingHandler implements Dispatcher.DispatchHandler {
   #size = 0;
   #settled = false;
 
-  constructor(reading: ResponseReading, resolve: (response: BufferedResponse) => void, reject: (error: unknown, stage: TransportStage, statusCode?: number) => void) {
+  constructor(
+    reading: ResponseReading,
+    resolve: (response: BufferedResponse) => void,
+    reject: (error: unknown, stage: TransportStage, statusCode?: number) => void,
+  ) {
     this.#reading = reading;
     this.#resolve = resolve;
     this.#reject = reject;

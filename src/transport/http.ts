@@ -215,7 +215,9 @@ export function jsonBodyOf(response: BufferedResponse, limit: number, endpoint: 
   try {
     return parseProviderJson(text, endpoint.apiKey?.reveal());
   } catch (error) {
-    throw invalid((error as ProviderJsonRefused).reason === 'too_deep' ? `a body nested more than ${MAX_PROVIDER_JSON_DEPTH} levels deep` : 'a body that is not valid JSON');
+    throw invalid(
+      (error as ProviderJsonRefused).reason === 'too_deep' ? `a body nested more than ${MAX_PROVIDER_JSON_DEPTH} levels deep` : 'a body that is not valid JSON',
+    );
   }
 }
 

@@ -171,7 +171,9 @@ export class SseDecoder {
       data = parseProviderJson(message.data, this.#secret);
     } catch (error) {
       const tooDeep = (error as ProviderJsonRefused).reason === 'too_deep';
-      this.#failure = this.#invalid(tooDeep ? `an SSE frame whose data is nested more than ${MAX_PROVIDER_JSON_DEPTH} levels deep` : 'an SSE frame whose data is not JSON');
+      this.#failure = this.#invalid(
+        tooDeep ? `an SSE frame whose data is nested more than ${MAX_PROVIDER_JSON_DEPTH} levels deep` : 'an SSE frame whose data is not JSON',
+      );
       return;
     }
     if (data === null || typeof data !== 'object' || Array.isArray(data)) {

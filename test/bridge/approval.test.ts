@@ -78,9 +78,12 @@ describe('approvals through onApproval', () => {
   it.each([
     ['returns null', () => null],
     ['returns undefined', () => undefined],
-    ['throws', () => {
-      throw new Error('approver unreachable');
-    }],
+    [
+      'throws',
+      () => {
+        throw new Error('approver unreachable');
+      },
+    ],
   ])('onApproval %s: no approval POST, and the final still arrives', async (_, answer) => {
     let calls = 0;
     const { herm, hermes, bridge } = await startEnv({

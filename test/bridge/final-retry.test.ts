@@ -5,16 +5,7 @@
  * never sent again, and the final result still follows.
  */
 import { describe, expect, it } from 'vitest';
-import {
-  acceptedFinals,
-  acceptedRunning,
-  bridgeEnvFactory,
-  callTool,
-  newSessionId,
-  postedResults,
-  postsOf,
-  scripts,
-} from '../helpers/bridge-env.js';
+import { acceptedFinals, acceptedRunning, bridgeEnvFactory, callTool, newSessionId, postedResults, postsOf, scripts } from '../helpers/bridge-env.js';
 
 const startEnv = bridgeEnvFactory();
 const OUTPUT = 'Render completed after the fault.';
@@ -38,7 +29,12 @@ describe('final result retries', () => {
     expect(herm.history(sessionId)).toEqual(finals);
     expect(herm.continuations(sessionId, use.tool_use_id)).toBe(1);
     expect(hermes.startCount()).toBe(1);
-    expect(await ledger.job(sessionId, use.tool_use_id)).toMatchObject({ state: 'done', kickoff: 'accepted', final_status: 'completed', final_event_id: finals[0]?.id });
+    expect(await ledger.job(sessionId, use.tool_use_id)).toMatchObject({
+      state: 'done',
+      kickoff: 'accepted',
+      final_status: 'completed',
+      final_event_id: finals[0]?.id,
+    });
   });
 
   it('a 429 and a 502 on the final post are retried too', async () => {
@@ -115,7 +111,12 @@ describe('kickoff retries', () => {
     expect(herm.history(sessionId)).toEqual(finals);
     expect(herm.continuations(sessionId, use.tool_use_id)).toBe(1);
     expect(hermes.startCount()).toBe(1);
-    expect(await ledger.job(sessionId, use.tool_use_id)).toMatchObject({ kickoff: 'accepted', kickoff_event_id: running[0]?.id, state: 'done', final_status: 'completed' });
+    expect(await ledger.job(sessionId, use.tool_use_id)).toMatchObject({
+      kickoff: 'accepted',
+      kickoff_event_id: running[0]?.id,
+      state: 'done',
+      final_status: 'completed',
+    });
   });
 
   it('a 5xx on the kickoff is not retried (outcome unknown); the final result is still posted', async () => {
@@ -139,7 +140,12 @@ describe('kickoff retries', () => {
     expect(herm.toolCall(sessionId, use.tool_use_id)?.running_event_id).toBeUndefined();
     expect(herm.continuations(sessionId, use.tool_use_id)).toBe(0);
     expect(hermes.startCount()).toBe(1);
-    expect(await ledger.job(sessionId, use.tool_use_id)).toMatchObject({ kickoff: 'unknown', kickoff_event_id: null, state: 'done', final_status: 'completed' });
+    expect(await ledger.job(sessionId, use.tool_use_id)).toMatchObject({
+      kickoff: 'unknown',
+      kickoff_event_id: null,
+      state: 'done',
+      final_status: 'completed',
+    });
   });
 
   it('a dropped kickoff response is not retried either', async () => {

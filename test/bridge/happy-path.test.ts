@@ -35,7 +35,12 @@ describe.each(LEDGER_BACKENDS)('the Herm bridge, happy path ($name ledger)', (ba
     const tap = await tapSession(herm.url, HERM_KEY, sessionId);
     try {
       await eventually(() => herm.subscribers(sessionId) === 1, 'the UI tap subscribed');
-      const use = callTool(herm, sessionId, { prompt: 'Render the intro video', instructions: 'Be brief.', session_id: 'hermes-sess-1', sim_script: scripts.quick(OUTPUT) });
+      const use = callTool(herm, sessionId, {
+        prompt: 'Render the intro video',
+        instructions: 'Be brief.',
+        session_id: 'hermes-sess-1',
+        sim_script: scripts.quick(OUTPUT),
+      });
       expect(use.type).toBe('agent.custom_tool_use');
 
       const job = await bridge.handleEvent(sessionId, use);

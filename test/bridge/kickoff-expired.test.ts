@@ -4,7 +4,17 @@
  * still posted when the run ends (Herm appends it as a new event, starting one turn).
  */
 import { describe, expect, it } from 'vitest';
-import { acceptedFinals, acceptedRunning, bridgeEnvFactory, callTool, newSessionId, oneFailedFinal, postedResults, postsOf, scripts } from '../helpers/bridge-env.js';
+import {
+  acceptedFinals,
+  acceptedRunning,
+  bridgeEnvFactory,
+  callTool,
+  newSessionId,
+  oneFailedFinal,
+  postedResults,
+  postsOf,
+  scripts,
+} from '../helpers/bridge-env.js';
 
 const startEnv = bridgeEnvFactory();
 const OUTPUT = 'Render completed; nobody was waiting, but here it is.';
@@ -33,7 +43,12 @@ describe('410 response_expired on the kickoff', () => {
     expect(finals[0]).toMatchObject({ tool_use_id: use.tool_use_id, status: 'completed', is_error: false, content: [{ type: 'text', text: OUTPUT }] });
     // Appended as a new event (no running result to replace), and it started one turn.
     expect(herm.history(sessionId)).toEqual(finals);
-    expect(herm.toolCall(sessionId, use.tool_use_id)).toEqual({ session_id: sessionId, tool_use_id: use.tool_use_id, state: 'completed', final_event_id: finals[0]?.id });
+    expect(herm.toolCall(sessionId, use.tool_use_id)).toEqual({
+      session_id: sessionId,
+      tool_use_id: use.tool_use_id,
+      state: 'completed',
+      final_event_id: finals[0]?.id,
+    });
     expect(herm.continuations(sessionId, use.tool_use_id)).toBe(1);
 
     expect(await ledger.job(sessionId, use.tool_use_id)).toMatchObject({
@@ -50,7 +65,14 @@ describe('410 response_expired on the kickoff', () => {
   it('a failed run after an expired kickoff is appended as failed', async () => {
     const { herm, bridge, ledger } = await startEnv();
     const sessionId = newSessionId();
-    const use = callTool(herm, sessionId, { prompt: 'Render', sim_script: [{ type: 'delta', text: 'x' }, { type: 'sleep', ms: 50 }, { type: 'fail', error: 'encoder crashed' }] });
+    const use = callTool(herm, sessionId, {
+      prompt: 'Render',
+      sim_script: [
+        { type: 'delta', text: 'x' },
+        { type: 'sleep', ms: 50 },
+        { type: 'fail', error: 'encoder crashed' },
+      ],
+    });
     herm.expire(sessionId, use.tool_use_id);
     const job = await bridge.handleEvent(sessionId, use);
     await bridge.idle();

@@ -11,7 +11,14 @@ describe('maxRunMs', () => {
   it('a run still going past maxRunMs: final failed saying it may still be running; the run is not stopped', async () => {
     const { herm, hermes, bridge, ledger } = await startEnv({ bridge: { maxRunMs: 300 } });
     const sessionId = newSessionId();
-    const use = callTool(herm, sessionId, { prompt: 'Render', sim_script: [{ type: 'delta', text: 'Rendering' }, { type: 'sleep', ms: 60_000 }, { type: 'complete', output: 'late' }] });
+    const use = callTool(herm, sessionId, {
+      prompt: 'Render',
+      sim_script: [
+        { type: 'delta', text: 'Rendering' },
+        { type: 'sleep', ms: 60_000 },
+        { type: 'complete', output: 'late' },
+      ],
+    });
     const job = await bridge.handleEvent(sessionId, use);
     const runId = job?.run_id as string;
     await bridge.idle();

@@ -78,7 +78,7 @@ describe('recover() while the bridge is live', () => {
     expect(acceptedFinals(herm, sessionId, use.tool_use_id)).toHaveLength(1);
   });
 
-  it('another bridge\'s recover() leaves a job this bridge is still starting alone, though its lease is short', async () => {
+  it("another bridge's recover() leaves a job this bridge is still starting alone, though its lease is short", async () => {
     const memory = createMemoryLedger();
     const gate = gatedLedger(memory);
     const { herm, hermes, bridge, ledger, restart } = await startEnv({ ledger: gate.ledger, bridge: { bridgeId: 'bridge-a', jobLeaseMs: 150 } });
@@ -109,7 +109,7 @@ describe('recover() while the bridge is live', () => {
     }
   });
 
-  it('another bridge\'s recover() never follows a run this bridge is following', async () => {
+  it("another bridge's recover() never follows a run this bridge is following", async () => {
     const { herm, hermes, bridge, ledger, restart } = await startEnv({ bridge: { bridgeId: 'bridge-a', jobLeaseMs: 150 } });
     const sessionId = newSessionId();
     const use = callTool(herm, sessionId, { prompt: 'Render', sim_script: scripts.held(800, 'Rendered once.') });

@@ -95,7 +95,6 @@ const held = (): RunStep[] => [
   { type: 'complete', output: OUTPUT },
 ];
 
-
 /** Exactly one accepted final result, completed with the run's output, from one run; nothing left unfinished. */
 async function expectOneCompletedResult(env: BridgeEnv, ledger: RunLedger, sessionId: string, toolUseId: string): Promise<void> {
   const finals = acceptedFinals(env.herm, sessionId, toolUseId);
@@ -131,135 +130,171 @@ async function killedMidRun(
 }
 
 describe.each(SHARED_BACKENDS)('recovery after the bridge process was killed ($name ledger)', (backend) => {
-  it('the run completes while no bridge runs; recover() posts exactly one completed result', async () => {
-    const env = await startEnv();
-    const store = await backend.create();
-    const { sessionId, use, runId, kickoffEventId } = await killedMidRun(env, store, held());
-    // The run goes on without any bridge: it is answered and completes in Hermes.
-    await approveRun(env, runId);
-    await eventually(() => env.hermes.run(runId)?.status === 'completed', 'the run completed in Hermes', 2000);
-    expect(acceptedFinals(env.herm, sessionId, use.tool_use_id)).toHaveLength(0);
+  it(
+    'the run completes while no bridge runs; recover() posts exactly one completed result',
+    async () => {
+      const env = await startEnv();
+      const store = await backend.create();
+      const { sessionId, use, runId, kickoffEventId } = await killedMidRun(env, store, held());
+      // The run goes on without any bridge: it is answered and completes in Hermes.
+      await approveRun(env, runId);
+      await eventually(() => env.hermes.run(runId)?.status === 'completed', 'the run completed in Hermes', 2000);
+      expect(acceptedFinals(env.herm, sessionId, use.tool_use_id)).toHaveLength(0);
 
-    const ledger = store.open();
-    expect(await ledger.job(sessionId, use.tool_use_id)).toMatchObject({ run_id: runId, state: 'running', kickoff: 'accepted', kickoff_event_id: kickoffEventId, final_status: null });
-    const { bridge } = env.restart(ledger, { bridgeId: REPLICA });
-    await bridge.recover();
-    await bridge.idle();
+      const ledger = store.open();
+      expect(await ledger.job(sessionId, use.tool_use_id)).toMatchObject({
+        run_id: runId,
+        state: 'running',
+        kickoff: 'accepted',
+        kickoff_event_id: kickoffEventId,
+        final_status: null,
+      });
+      const { bridge } = env.restart(ledger, { bridgeId: REPLICA });
+      await bridge.recover();
+      await bridge.idle();
 
-    const finals = acceptedFinals(env.herm, sessionId, use.tool_use_id);
-    expect(finals).toHaveLength(1);
-    expect(finals[0]).toMatchObject({ tool_use_id: use.tool_use_id, status: 'completed', is_error: false, content: [{ type: 'text', text: OUTPUT }] });
-    expect(postedResults(env.herm, sessionId).map((posted) => posted.status)).toEqual(['running', 'completed']);
-    expect(env.herm.history(sessionId)).toEqual(finals);
-    expect(env.herm.continuations(sessionId, use.tool_use_id)).toBe(1);
-    expect(env.hermes.startCount()).toBe(1);
-    expect(hermesStarts(env.hermes)).toHaveLength(1);
-    expect(await ledger.job(sessionId, use.tool_use_id)).toMatchObject({ state: 'done', kickoff: 'accepted', final_status: 'completed', final_event_id: finals[0]?.id });
-    expect(await ledger.unfinishedJobs()).toEqual([]);
+      const finals = acceptedFinals(env.herm, sessionId, use.tool_use_id);
+      expect(finals).toHaveLength(1);
+      expect(finals[0]).toMatchObject({ tool_use_id: use.tool_use_id, status: 'completed', is_error: false, content: [{ type: 'text', text: OUTPUT }] });
+      expect(postedResults(env.herm, sessionId).map((posted) => posted.status)).toEqual(['running', 'completed']);
+      expect(env.herm.history(sessionId)).toEqual(finals);
+      expect(env.herm.continuations(sessionId, use.tool_use_id)).toBe(1);
+      expect(env.hermes.startCount()).toBe(1);
+      expect(hermesStarts(env.hermes)).toHaveLength(1);
+      expect(await ledger.job(sessionId, use.tool_use_id)).toMatchObject({
+        state: 'done',
+        kickoff: 'accepted',
+        final_status: 'completed',
+        final_event_id: finals[0]?.id,
+      });
+      expect(await ledger.unfinishedJobs()).toEqual([]);
 
-    // A second recover() has nothing left to do.
-    const hermRequests = env.herm.requests.length;
-    const hermesRequests = env.hermes.requests.length;
-    await bridge.recover();
-    await bridge.idle();
-    expect(env.herm.requests).toHaveLength(hermRequests);
-    expect(env.hermes.requests).toHaveLength(hermesRequests);
-  }, SLOW);
+      // A second recover() has nothing left to do.
+      const hermRequests = env.herm.requests.length;
+      const hermesRequests = env.hermes.requests.length;
+      await bridge.recover();
+      await bridge.idle();
+      expect(env.herm.requests).toHaveLength(hermRequests);
+      expect(env.hermes.requests).toHaveLength(hermesRequests);
+    },
+    SLOW,
+  );
 
-  it('a sleeping run: killed, then recovered after it completed, one completed result', async () => {
-    const env = await startEnv();
-    const store = await backend.create();
-    const { sessionId, use, runId } = await killedMidRun(env, store, [
-      { type: 'delta', text: 'Rendering' },
-      { type: 'sleep', ms: 800 },
-      { type: 'complete', output: OUTPUT },
-    ], false);
-    await eventually(() => env.hermes.run(runId)?.status === 'completed', 'the run completed in Hermes', 2000);
-    const ledger = store.open();
-    const { bridge } = env.restart(ledger, { bridgeId: REPLICA });
-    await bridge.recover();
-    await bridge.idle();
-    await expectOneCompletedResult(env, ledger, sessionId, use.tool_use_id);
-  }, SLOW);
+  it(
+    'a sleeping run: killed, then recovered after it completed, one completed result',
+    async () => {
+      const env = await startEnv();
+      const store = await backend.create();
+      const { sessionId, use, runId } = await killedMidRun(
+        env,
+        store,
+        [
+          { type: 'delta', text: 'Rendering' },
+          { type: 'sleep', ms: 800 },
+          { type: 'complete', output: OUTPUT },
+        ],
+        false,
+      );
+      await eventually(() => env.hermes.run(runId)?.status === 'completed', 'the run completed in Hermes', 2000);
+      const ledger = store.open();
+      const { bridge } = env.restart(ledger, { bridgeId: REPLICA });
+      await bridge.recover();
+      await bridge.idle();
+      await expectOneCompletedResult(env, ledger, sessionId, use.tool_use_id);
+    },
+    SLOW,
+  );
 
-  it('the run is still going when the new process recovers: it is followed to its end, one completed result', async () => {
-    const env = await startEnv();
-    const store = await backend.create();
-    const { sessionId, use, runId } = await killedMidRun(env, store, held());
-    const ledger = store.open();
-    const { bridge } = env.restart(ledger, { bridgeId: REPLICA });
-    await bridge.recover();
-    // The new process reads the run's status (still waiting) and follows it; only then is it answered and completes.
-    await eventually(() => hermesRunRequests(env.hermes, runId, '').length >= 1, 'the recovered bridge read the run status', 2000);
-    expect(env.hermes.run(runId)?.status).toBe('waiting_for_approval');
-    await approveRun(env, runId);
-    await bridge.idle();
+  it(
+    'the run is still going when the new process recovers: it is followed to its end, one completed result',
+    async () => {
+      const env = await startEnv();
+      const store = await backend.create();
+      const { sessionId, use, runId } = await killedMidRun(env, store, held());
+      const ledger = store.open();
+      const { bridge } = env.restart(ledger, { bridgeId: REPLICA });
+      await bridge.recover();
+      // The new process reads the run's status (still waiting) and follows it; only then is it answered and completes.
+      await eventually(() => hermesRunRequests(env.hermes, runId, '').length >= 1, 'the recovered bridge read the run status', 2000);
+      expect(env.hermes.run(runId)?.status).toBe('waiting_for_approval');
+      await approveRun(env, runId);
+      await bridge.idle();
 
-    expect(env.hermes.run(runId)?.status).toBe('completed');
-    const finals = acceptedFinals(env.herm, sessionId, use.tool_use_id);
-    expect(finals).toHaveLength(1);
-    expect(finals[0]).toMatchObject({ status: 'completed', is_error: false, content: [{ type: 'text', text: OUTPUT }] });
-    expect(postedResults(env.herm, sessionId).map((posted) => posted.status)).toEqual(['running', 'completed']);
-    expect(env.herm.continuations(sessionId, use.tool_use_id)).toBe(1);
-    expect(env.hermes.startCount()).toBe(1);
-    expect(await ledger.job(sessionId, use.tool_use_id)).toMatchObject({ state: 'done', final_status: 'completed' });
+      expect(env.hermes.run(runId)?.status).toBe('completed');
+      const finals = acceptedFinals(env.herm, sessionId, use.tool_use_id);
+      expect(finals).toHaveLength(1);
+      expect(finals[0]).toMatchObject({ status: 'completed', is_error: false, content: [{ type: 'text', text: OUTPUT }] });
+      expect(postedResults(env.herm, sessionId).map((posted) => posted.status)).toEqual(['running', 'completed']);
+      expect(env.herm.continuations(sessionId, use.tool_use_id)).toBe(1);
+      expect(env.hermes.startCount()).toBe(1);
+      expect(await ledger.job(sessionId, use.tool_use_id)).toMatchObject({ state: 'done', final_status: 'completed' });
 
-    await bridge.recover();
-    await bridge.idle();
-    expect(acceptedFinals(env.herm, sessionId, use.tool_use_id)).toHaveLength(1);
-    expect(postedResults(env.herm, sessionId)).toHaveLength(2);
-  }, SLOW);
+      await bridge.recover();
+      await bridge.idle();
+      expect(acceptedFinals(env.herm, sessionId, use.tool_use_id)).toHaveLength(1);
+      expect(postedResults(env.herm, sessionId)).toHaveLength(2);
+    },
+    SLOW,
+  );
 
-  it('Hermes forgot the run (restarted): the final is failed with "Evidence lost", never completed', async () => {
-    const env = await startEnv();
-    const store = await backend.create();
-    const { sessionId, use, runId } = await killedMidRun(env, store, [
-      { type: 'delta', text: 'Rendering' },
-      { type: 'sleep', ms: 60_000 },
-      { type: 'complete', output: OUTPUT },
-    ]);
-    env.hermes.restart();
-    const ledger = store.open();
-    const { bridge } = env.restart(ledger, { bridgeId: REPLICA });
-    await bridge.recover();
-    await bridge.idle();
+  it(
+    'Hermes forgot the run (restarted): the final is failed with "Evidence lost", never completed',
+    async () => {
+      const env = await startEnv();
+      const store = await backend.create();
+      const { sessionId, use, runId } = await killedMidRun(env, store, [
+        { type: 'delta', text: 'Rendering' },
+        { type: 'sleep', ms: 60_000 },
+        { type: 'complete', output: OUTPUT },
+      ]);
+      env.hermes.restart();
+      const ledger = store.open();
+      const { bridge } = env.restart(ledger, { bridgeId: REPLICA });
+      await bridge.recover();
+      await bridge.idle();
 
-    const finals = acceptedFinals(env.herm, sessionId, use.tool_use_id);
-    expect(finals).toHaveLength(1);
-    expect(finals[0]).toMatchObject({ tool_use_id: use.tool_use_id, status: 'failed', is_error: true });
-    const text = textOf(finals[0] as Record<string, unknown>);
-    expect(text).toContain('Evidence lost');
-    expect(text).toContain(runId);
-    expect(text).not.toContain(OUTPUT);
-    expect(postedResults(env.herm, sessionId).map((posted) => posted.status)).toEqual(['running', 'failed']);
-    expect(env.herm.continuations(sessionId, use.tool_use_id)).toBe(1);
-    expect(env.hermes.startCount()).toBe(1);
-    expect(await ledger.job(sessionId, use.tool_use_id)).toMatchObject({ state: 'done', final_status: 'failed' });
+      const finals = acceptedFinals(env.herm, sessionId, use.tool_use_id);
+      expect(finals).toHaveLength(1);
+      expect(finals[0]).toMatchObject({ tool_use_id: use.tool_use_id, status: 'failed', is_error: true });
+      const text = textOf(finals[0] as Record<string, unknown>);
+      expect(text).toContain('Evidence lost');
+      expect(text).toContain(runId);
+      expect(text).not.toContain(OUTPUT);
+      expect(postedResults(env.herm, sessionId).map((posted) => posted.status)).toEqual(['running', 'failed']);
+      expect(env.herm.continuations(sessionId, use.tool_use_id)).toBe(1);
+      expect(env.hermes.startCount()).toBe(1);
+      expect(await ledger.job(sessionId, use.tool_use_id)).toMatchObject({ state: 'done', final_status: 'failed' });
 
-    await bridge.recover();
-    await bridge.idle();
-    expect(postedResults(env.herm, sessionId)).toHaveLength(2);
-  }, SLOW);
+      await bridge.recover();
+      await bridge.idle();
+      expect(postedResults(env.herm, sessionId)).toHaveLength(2);
+    },
+    SLOW,
+  );
 
-  it('another bridge takes the dead process\'s job over only once its lease has expired, then posts one result', async () => {
-    const env = await startEnv();
-    const store = await backend.create();
-    const leaseMs = 1500;
-    const { sessionId, use, runId } = await killedMidRun(env, store, held(), true, { bridgeId: 'bridge-replica-dead', jobLeaseMs: leaseMs });
-    const ledger = store.open();
-    const killedJob = (await ledger.job(sessionId, use.tool_use_id)) as BridgeJob;
-    expect(killedJob.lease_owner).toBe('bridge-replica-dead');
-    const { bridge } = env.restart(ledger, { bridgeId: 'bridge-replica-2', jobLeaseMs: leaseMs });
-    await bridge.recover();
-    // Until the dead process's lease runs out the job is not touched: no status read, owner unchanged.
-    if (Date.now() < (killedJob.lease_expires_at as number) - 200) {
-      expect(hermesRunRequests(env.hermes, runId, '')).toHaveLength(0);
-      expect((await ledger.job(sessionId, use.tool_use_id))?.lease_owner).toBe('bridge-replica-dead');
-    }
-    await eventually(async () => (await ledger.job(sessionId, use.tool_use_id))?.lease_owner === 'bridge-replica-2', 'the job was taken over', 700);
-    expect(Date.now()).toBeGreaterThanOrEqual(killedJob.lease_expires_at as number);
-    await approveRun(env, runId);
-    await bridge.idle();
-    await expectOneCompletedResult(env, ledger, sessionId, use.tool_use_id);
-  }, SLOW);
+  it(
+    "another bridge takes the dead process's job over only once its lease has expired, then posts one result",
+    async () => {
+      const env = await startEnv();
+      const store = await backend.create();
+      const leaseMs = 1500;
+      const { sessionId, use, runId } = await killedMidRun(env, store, held(), true, { bridgeId: 'bridge-replica-dead', jobLeaseMs: leaseMs });
+      const ledger = store.open();
+      const killedJob = (await ledger.job(sessionId, use.tool_use_id)) as BridgeJob;
+      expect(killedJob.lease_owner).toBe('bridge-replica-dead');
+      const { bridge } = env.restart(ledger, { bridgeId: 'bridge-replica-2', jobLeaseMs: leaseMs });
+      await bridge.recover();
+      // Until the dead process's lease runs out the job is not touched: no status read, owner unchanged.
+      if (Date.now() < (killedJob.lease_expires_at as number) - 200) {
+        expect(hermesRunRequests(env.hermes, runId, '')).toHaveLength(0);
+        expect((await ledger.job(sessionId, use.tool_use_id))?.lease_owner).toBe('bridge-replica-dead');
+      }
+      await eventually(async () => (await ledger.job(sessionId, use.tool_use_id))?.lease_owner === 'bridge-replica-2', 'the job was taken over', 700);
+      expect(Date.now()).toBeGreaterThanOrEqual(killedJob.lease_expires_at as number);
+      await approveRun(env, runId);
+      await bridge.idle();
+      await expectOneCompletedResult(env, ledger, sessionId, use.tool_use_id);
+    },
+    SLOW,
+  );
 });

@@ -37,7 +37,12 @@ describe.each(LEDGER_BACKENDS)('a redelivered tool-use event ($name ledger)', (b
     expect(second?.run_id).toBe(first?.run_id);
     await env.bridge.idle();
     expectOneOfEach(env, sessionId, use.tool_use_id);
-    expect(await env.ledger.job(sessionId, use.tool_use_id)).toMatchObject({ run_id: first?.run_id, state: 'done', kickoff: 'accepted', final_status: 'completed' });
+    expect(await env.ledger.job(sessionId, use.tool_use_id)).toMatchObject({
+      run_id: first?.run_id,
+      state: 'done',
+      kickoff: 'accepted',
+      final_status: 'completed',
+    });
   });
 
   it('delivered concurrently: one run, one running, one final', async () => {
@@ -50,7 +55,9 @@ describe.each(LEDGER_BACKENDS)('a redelivered tool-use event ($name ledger)', (b
     expectOneOfEach(env, sessionId, use.tool_use_id);
     const record = await env.ledger.job(sessionId, use.tool_use_id);
     expect(record).toMatchObject({ state: 'done', kickoff: 'accepted', final_status: 'completed' });
-    expect(hermesStarts(env.hermes)[0]?.headers['idempotency-key']).toBe(providerKeyOf(`cap:hermes_agent:${ENDPOINT}:run_start`, record?.idempotency_key ?? ''));
+    expect(hermesStarts(env.hermes)[0]?.headers['idempotency-key']).toBe(
+      providerKeyOf(`cap:hermes_agent:${ENDPOINT}:run_start`, record?.idempotency_key ?? ''),
+    );
   });
 
   it('delivered again after the job finished: nothing more is started or posted', async () => {

@@ -4,14 +4,27 @@
  * outcome (5xx) it says so, and never starts the run again, not even on a redelivery.
  */
 import { describe, expect, it } from 'vitest';
-import { acceptedFinals, bridgeEnvFactory, callTool, hermesStarts, newSessionId, oneFailedFinal, postedResults, scripts, textOf } from '../helpers/bridge-env.js';
+import {
+  acceptedFinals,
+  bridgeEnvFactory,
+  callTool,
+  hermesStarts,
+  newSessionId,
+  oneFailedFinal,
+  postedResults,
+  scripts,
+  textOf,
+} from '../helpers/bridge-env.js';
 
 const startEnv = bridgeEnvFactory();
 
 describe('a Hermes start that fails', () => {
   it('refused (400): one failed result at once, is_error, naming the error; no running kickoff', async () => {
     const { herm, hermes, bridge, ledger } = await startEnv();
-    hermes.injectFault({ route: 'start', response: { status: 400, body: JSON.stringify({ error: { message: 'model not available', type: 'invalid_request_error', code: 'model_not_found' } }) } });
+    hermes.injectFault({
+      route: 'start',
+      response: { status: 400, body: JSON.stringify({ error: { message: 'model not available', type: 'invalid_request_error', code: 'model_not_found' } }) },
+    });
     const sessionId = newSessionId();
     const use = callTool(herm, sessionId, { prompt: 'Render', sim_script: scripts.quick() });
     const job = await bridge.handleEvent(sessionId, use);
@@ -28,7 +41,13 @@ describe('a Hermes start that fails', () => {
     // No running result: the failed result answers the pending call directly.
     expect(herm.toolCall(sessionId, use.tool_use_id)).toMatchObject({ state: 'failed', final_event_id: finals[0]?.id });
     expect(herm.continuations(sessionId, use.tool_use_id)).toBe(0);
-    expect(await ledger.job(sessionId, use.tool_use_id)).toMatchObject({ run_id: null, kickoff: 'skipped', state: 'done', final_status: 'failed', final_event_id: finals[0]?.id });
+    expect(await ledger.job(sessionId, use.tool_use_id)).toMatchObject({
+      run_id: null,
+      kickoff: 'skipped',
+      state: 'done',
+      final_status: 'failed',
+      final_event_id: finals[0]?.id,
+    });
   });
 
   it('outcome unknown (503): failed, saying so; never started again, not even on a redelivery', async () => {

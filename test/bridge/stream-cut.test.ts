@@ -60,7 +60,11 @@ describe('a run that does not complete', () => {
     const sessionId = newSessionId();
     const use = callTool(herm, sessionId, {
       prompt: 'Render',
-      sim_script: [{ type: 'delta', text: 'Rendering' }, { type: 'sleep', ms: 50 }, { type: 'fail', error: 'encoder crashed: out of disk space' }],
+      sim_script: [
+        { type: 'delta', text: 'Rendering' },
+        { type: 'sleep', ms: 50 },
+        { type: 'fail', error: 'encoder crashed: out of disk space' },
+      ],
     });
     const job = await bridge.handleEvent(sessionId, use);
     const runId = job?.run_id as string;
@@ -85,7 +89,14 @@ describe('a run that does not complete', () => {
   it.each(['pin', 'later'] as const)('a run stopped in Hermes (%s): final failed, mentioning cancelled', async (profile) => {
     const { herm, hermes, bridge, ledger, connector, cap } = await startEnv({ hermes: { profile } });
     const sessionId = newSessionId();
-    const use = callTool(herm, sessionId, { prompt: 'Render', sim_script: [{ type: 'delta', text: 'Rendering' }, { type: 'sleep', ms: 60_000 }, { type: 'complete', output: 'never' }] });
+    const use = callTool(herm, sessionId, {
+      prompt: 'Render',
+      sim_script: [
+        { type: 'delta', text: 'Rendering' },
+        { type: 'sleep', ms: 60_000 },
+        { type: 'complete', output: 'never' },
+      ],
+    });
     const job = await bridge.handleEvent(sessionId, use);
     const runId = job?.run_id as string;
 

@@ -10,7 +10,17 @@ import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createHermBridge } from 'aip-connector-hermes-agent';
 import { eventually } from '../helpers/harness.js';
-import { ENDPOINT, HERM_KEY, acceptedFinals, acceptedRunning, bridgeEnvFactory, callTool, newSessionId, postedResults, scripts } from '../helpers/bridge-env.js';
+import {
+  ENDPOINT,
+  HERM_KEY,
+  acceptedFinals,
+  acceptedRunning,
+  bridgeEnvFactory,
+  callTool,
+  newSessionId,
+  postedResults,
+  scripts,
+} from '../helpers/bridge-env.js';
 
 const startEnv = bridgeEnvFactory();
 
@@ -141,14 +151,22 @@ describe('bridge.subscribe when the Herm stream fails (README: `void bridge.subs
   it('without onError: `void bridge.subscribe(…)` leaves no unhandled rejection; the failure is logged, without the key', async () => {
     const { connector, ledger } = await startEnv();
     const capture = captureLogger();
-    const bridge = createHermBridge({ herm: { baseUrl: await unavailableHerm(), apiKey: HERM_KEY }, connector, endpointId: ENDPOINT, ledger, logger: capture.logger });
+    const bridge = createHermBridge({
+      herm: { baseUrl: await unavailableHerm(), apiKey: HERM_KEY },
+      connector,
+      endpointId: ENDPOINT,
+      ledger,
+      logger: capture.logger,
+    });
     const sessionId = newSessionId();
     const subscribed = bridge.subscribe(sessionId);
     void subscribed;
     await expect(subscribed).resolves.toBeUndefined();
     await new Promise((resolve) => setImmediate(resolve));
     expect(unhandled).toEqual([]);
-    expect(capture.lines).toContainEqual(expect.objectContaining({ level: 50, session_id: sessionId, err: 'the Herm session stream answered HTTP 503', msg: 'herm session stream failed' }));
+    expect(capture.lines).toContainEqual(
+      expect.objectContaining({ level: 50, session_id: sessionId, err: 'the Herm session stream answered HTTP 503', msg: 'herm session stream failed' }),
+    );
     expect(capture.raw()).not.toContain(HERM_KEY);
     await bridge.close();
   });
@@ -168,7 +186,13 @@ describe('bridge.subscribe when the Herm stream fails (README: `void bridge.subs
   it('an onError that throws is logged, never a rejection', async () => {
     const { connector, ledger } = await startEnv();
     const capture = captureLogger();
-    const bridge = createHermBridge({ herm: { baseUrl: await unavailableHerm(), apiKey: HERM_KEY }, connector, endpointId: ENDPOINT, ledger, logger: capture.logger });
+    const bridge = createHermBridge({
+      herm: { baseUrl: await unavailableHerm(), apiKey: HERM_KEY },
+      connector,
+      endpointId: ENDPOINT,
+      ledger,
+      logger: capture.logger,
+    });
     const onError = () => {
       throw new Error('reporter down');
     };

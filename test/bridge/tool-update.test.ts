@@ -1,11 +1,29 @@
 import { describe, expect, it } from 'vitest';
 import { applyToolUpdate } from '../../src/bridge/tool-update.js';
 
-const running = { id: 'evt_running', type: 'user.custom_tool_result', tool_use_id: 'toolu_1', status: 'running', is_error: false, content: [{ type: 'text', text: 'Started.' }], ui_row: 7 };
+const running = {
+  id: 'evt_running',
+  type: 'user.custom_tool_result',
+  tool_use_id: 'toolu_1',
+  status: 'running',
+  is_error: false,
+  content: [{ type: 'text', text: 'Started.' }],
+  ui_row: 7,
+};
 const history: Array<Record<string, unknown>> = [{ id: 'evt_user', type: 'user.message' }, running, { id: 'evt_agent', type: 'agent.message' }];
 /** The replacing event as Herm sends it: its own id, and no `ui_row` (a field only the client's copy has). */
-const completed = { id: 'evt_final', type: 'user.custom_tool_result', tool_use_id: 'toolu_1', status: 'completed', is_error: false, content: [{ type: 'text', text: 'Done.' }] };
-const update = (eventId: string, payload: unknown = completed) => ({ type: 'session.tool_updated', payload: { type: 'session.tool_updated', tool_use_id: 'toolu_1', event_id: eventId, payload } });
+const completed = {
+  id: 'evt_final',
+  type: 'user.custom_tool_result',
+  tool_use_id: 'toolu_1',
+  status: 'completed',
+  is_error: false,
+  content: [{ type: 'text', text: 'Done.' }],
+};
+const update = (eventId: string, payload: unknown = completed) => ({
+  type: 'session.tool_updated',
+  payload: { type: 'session.tool_updated', tool_use_id: 'toolu_1', event_id: eventId, payload },
+});
 /** `running` patched with `completed`: the running event's id and position, the completion's fields, the fields it lacks kept. */
 const patchedRow = { ...running, ...completed, id: 'evt_running' };
 
@@ -58,7 +76,18 @@ describe('applyToolUpdate', () => {
     expect(applyToolUpdate(history, { ...completed, id: 'evt_other', tool_use_id: 'toolu_other' })).toEqual(history);
     expect(applyToolUpdate(history, { type: 'agent.message', payload: { event_id: 'evt_running', payload: completed } })).toEqual(history);
     const { id: _id, ...withoutId } = completed;
-    for (const malformed of [null, undefined, 42, 'x', {}, { type: 'session.tool_updated' }, update('evt_running', null), update('evt_running', 'text'), update('evt_running', [1]), withoutId]) {
+    for (const malformed of [
+      null,
+      undefined,
+      42,
+      'x',
+      {},
+      { type: 'session.tool_updated' },
+      update('evt_running', null),
+      update('evt_running', 'text'),
+      update('evt_running', [1]),
+      withoutId,
+    ]) {
       expect(applyToolUpdate(history, malformed)).toEqual(history);
     }
   });

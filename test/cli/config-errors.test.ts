@@ -65,12 +65,15 @@ describe('configuration errors: one line on stderr, exit code 2, never a key', {
     expect(run.stderr).not.toContain(KEY);
   });
 
-  it.each([['--api-key', KEY], [`--api-key=${KEY}`], ['--token', KEY], ['--key', KEY]])('a key given on the command line is not an option: %s', async (...args) => {
-    const run = await runCli(['manifest', ...args]);
-    expect(run.code).toBe(2);
-    expectOneErrorLine(run.stderr, /API keys are never taken from the command line/);
-    expect(run.stderr + run.stdout).not.toContain(KEY);
-  });
+  it.each([['--api-key', KEY], [`--api-key=${KEY}`], ['--token', KEY], ['--key', KEY]])(
+    'a key given on the command line is not an option: %s',
+    async (...args) => {
+      const run = await runCli(['manifest', ...args]);
+      expect(run.code).toBe(2);
+      expectOneErrorLine(run.stderr, /API keys are never taken from the command line/);
+      expect(run.stderr + run.stdout).not.toContain(KEY);
+    },
+  );
 
   it('no --config and no HERMES_BASE_URL/HERMES_API_KEY', async () => {
     const run = await runCli(['manifest']);

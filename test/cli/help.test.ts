@@ -28,7 +28,16 @@ describe('hermes-aip --help', { timeout: 60_000 }, () => {
 
   it('lists the eight checks in the qualify help', async () => {
     const run = await runCli(['qualify', '-h']);
-    for (const check of ['discovery', 'start_and_status', 'ordered_events', 'isolated_approvals', 'approval_requires_evidence', 'stop_followed', 'disconnect_reconciled', 'evidence_loss']) {
+    for (const check of [
+      'discovery',
+      'start_and_status',
+      'ordered_events',
+      'isolated_approvals',
+      'approval_requires_evidence',
+      'stop_followed',
+      'disconnect_reconciled',
+      'evidence_loss',
+    ]) {
       expect(run.stdout).toContain(check);
     }
   });

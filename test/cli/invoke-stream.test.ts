@@ -14,7 +14,17 @@ describe('hermes-aip invoke … run_events', { timeout: 60_000 }, () => {
         '--idempotency-key',
         'stream-1',
         '--input',
-        JSON.stringify({ body: { input: 'x', sim_script: [{ type: 'delta', text: 'Hel' }, { type: 'approval', command: 'rm -rf ./tmp' }, { type: 'delta', text: 'lo' }, { type: 'complete', output: 'Hello' }] } }),
+        JSON.stringify({
+          body: {
+            input: 'x',
+            sim_script: [
+              { type: 'delta', text: 'Hel' },
+              { type: 'approval', command: 'rm -rf ./tmp' },
+              { type: 'delta', text: 'lo' },
+              { type: 'complete', output: 'Hello' },
+            ],
+          },
+        }),
       ]),
       ['run_start'],
     );
@@ -34,14 +44,26 @@ describe('hermes-aip invoke … run_events', { timeout: 60_000 }, () => {
 
     const run = await done;
     expect(run.code, run.stderr).toBe(0);
-    const lines = run.stdout.trimEnd().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+    const lines = run.stdout
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
     const chunks = lines.slice(0, -1);
     const result = lines[lines.length - 1] as { status: string; output: { terminal_event: string; events: unknown[] } };
     for (const chunk of chunks) assertMatches('aip/stream-chunk.schema.json', chunk);
     assertMatches('aip/action-result.schema.json', result);
     expect(chunks.map((chunk) => chunk['sequence'])).toEqual(chunks.map((_, index) => index));
     const events = chunks.map((chunk) => (chunk['data'] as { hermes_sse: { event: string } }).hermes_sse.event);
-    expect(events).toEqual(['message.delta', 'reasoning.available', 'tool.started', 'approval.request', 'approval.responded', 'message.delta', 'reasoning.available', 'run.completed']);
+    expect(events).toEqual([
+      'message.delta',
+      'reasoning.available',
+      'tool.started',
+      'approval.request',
+      'approval.responded',
+      'message.delta',
+      'reasoning.available',
+      'run.completed',
+    ]);
     expect(chunks.map((chunk) => chunk['kind'])).toEqual(['data', 'thought', 'tool', 'pending_approval', 'data', 'data', 'thought', 'done']);
     expect(result).toMatchObject({ status: 'completed', output: { terminal_event: 'run.completed' } });
     expect(result.output.events).toHaveLength(8);

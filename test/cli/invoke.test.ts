@@ -21,7 +21,9 @@ describe('hermes-aip invoke', { timeout: 60_000 }, () => {
   it('starts a run and reads its status, with the key from HERMES_API_KEY', async () => {
     const { sim } = await simulatorWithConfig();
     const env = { HERMES_BASE_URL: sim.url, HERMES_API_KEY: SIM_KEY };
-    const start = await runCli(['invoke', 'cap:hermes_agent:default:run_start', '--input', '{"body":{"input":"hello"}}', '--idempotency-key', 'cli-start-1'], { env });
+    const start = await runCli(['invoke', 'cap:hermes_agent:default:run_start', '--input', '{"body":{"input":"hello"}}', '--idempotency-key', 'cli-start-1'], {
+      env,
+    });
     expect(start.code, start.stderr).toBe(0);
     const started = parse(start.stdout);
     expect(started).toMatchObject({ status: 'completed', receipt: { http_status: 202, idempotency_key: 'cli-start-1' } });
@@ -37,9 +39,25 @@ describe('hermes-aip invoke', { timeout: 60_000 }, () => {
   it('reads --input and --approval from files and answers an approval with the grant', async () => {
     const { sim, configPath } = await simulatorWithConfig();
     const folder = tempDir();
-    const body = { input: 'x', sim_script: [{ type: 'approval', command: 'rm -rf ./scratch' }, { type: 'tool', tool: 'terminal' }, { type: 'complete', output: 'ok' }] };
+    const body = {
+      input: 'x',
+      sim_script: [
+        { type: 'approval', command: 'rm -rf ./scratch' },
+        { type: 'tool', tool: 'terminal' },
+        { type: 'complete', output: 'ok' },
+      ],
+    };
     writeFileSync(join(folder, 'start.json'), JSON.stringify({ body }));
-    const start = await runCli(['invoke', 'cap:hermes_agent:local:run_start', '--config', configPath, '--input', `@${join(folder, 'start.json')}`, '--idempotency-key', 'k1']);
+    const start = await runCli([
+      'invoke',
+      'cap:hermes_agent:local:run_start',
+      '--config',
+      configPath,
+      '--input',
+      `@${join(folder, 'start.json')}`,
+      '--idempotency-key',
+      'k1',
+    ]);
     const runId = parse(start.stdout).output?.['run_id'] as string;
     await expect.poll(() => sim.run(runId)?.status, { timeout: 10_000 }).toBe('waiting_for_approval');
 
@@ -77,11 +95,27 @@ describe('hermes-aip invoke', { timeout: 60_000 }, () => {
     expect(noKey.code).toBe(1);
     expect(parse(noKey.stdout).error?.code).toBe('connector.hermes_agent.idempotency_key_required');
 
-    const noGrant = await runCli(['invoke', 'cap:hermes_agent:local:run_stop', '--config', configPath, '--input', '{"run_id":"run_x"}', '--idempotency-key', 'k']);
+    const noGrant = await runCli([
+      'invoke',
+      'cap:hermes_agent:local:run_stop',
+      '--config',
+      configPath,
+      '--input',
+      '{"run_id":"run_x"}',
+      '--idempotency-key',
+      'k',
+    ]);
     expect(noGrant.code).toBe(1);
     expect(parse(noGrant.stdout).error?.code).toBe('connector.hermes_agent.approval_required');
 
-    const unknown = await runCli(['invoke', 'cap:hermes_agent:local:run_status', '--config', configPath, '--input', '{"run_id":"run_00000000000000000000000000000000"}']);
+    const unknown = await runCli([
+      'invoke',
+      'cap:hermes_agent:local:run_status',
+      '--config',
+      configPath,
+      '--input',
+      '{"run_id":"run_00000000000000000000000000000000"}',
+    ]);
     expect(unknown.code).toBe(1);
     expect(parse(unknown.stdout)).toMatchObject({ status: 'failed', error: { code: 'connector.hermes_agent.not_found' } });
     expect(sim.requests.filter((request) => request.method === 'POST')).toHaveLength(0);

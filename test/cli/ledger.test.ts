@@ -51,7 +51,10 @@ describe('hermes-aip with a run ledger', { timeout: 60_000 }, () => {
     const { connectionString, drop } = await createPgSchema('aip_cli');
     try {
       const configPath = join(folder, 'with-ledger.json');
-      writeFileSync(configPath, JSON.stringify({ endpoints: [{ id: 'default', baseUrl: sim.url, apiKeyFile: 'hermes.key' }], ledger: { postgresEnv: 'AIP_TEST_LEDGER_URL' } }));
+      writeFileSync(
+        configPath,
+        JSON.stringify({ endpoints: [{ id: 'default', baseUrl: sim.url, apiKeyFile: 'hermes.key' }], ledger: { postgresEnv: 'AIP_TEST_LEDGER_URL' } }),
+      );
       const env = { AIP_TEST_LEDGER_URL: connectionString };
       const args = (argv: string[]) => [...argv, '--config', configPath];
       const first = await runCli(args(START), { env });
@@ -94,7 +97,11 @@ describe('ledger configuration errors: one line, exit code 2', { timeout: 60_000
   it.each([
     ['an unknown ledger kind', { mysql: 'x' }, /"ledger" must be \{ "sqlite": "<path>" \} or \{ "postgresEnv"/],
     ['two ledgers at once', { sqlite: 'a.db', postgresEnv: 'X' }, /"ledger" must be/],
-    ['a postgresEnv that is not set', { postgresEnv: 'AIP_UNSET_LEDGER_URL' }, /environment variable AIP_UNSET_LEDGER_URL \(its ledger postgresEnv\) is not set/],
+    [
+      'a postgresEnv that is not set',
+      { postgresEnv: 'AIP_UNSET_LEDGER_URL' },
+      /environment variable AIP_UNSET_LEDGER_URL \(its ledger postgresEnv\) is not set/,
+    ],
   ])('%s', async (_name, ledger, message) => {
     const run = await runCli(['manifest', '--config', configWith(ledger)], { env });
     expect(run.code).toBe(2);
@@ -108,7 +115,9 @@ describe('ledger configuration errors: one line, exit code 2', { timeout: 60_000
   });
 
   it('a HERMES_LEDGER that is neither sqlite: nor a postgres URL, without echoing it', async () => {
-    const run = await runCli(['manifest'], { env: { HERMES_BASE_URL: 'http://127.0.0.1:9', HERMES_API_KEY: 'hk_x', HERMES_LEDGER: 'mysql://user:secret@db/x' } });
+    const run = await runCli(['manifest'], {
+      env: { HERMES_BASE_URL: 'http://127.0.0.1:9', HERMES_API_KEY: 'hk_x', HERMES_LEDGER: 'mysql://user:secret@db/x' },
+    });
     expect(run.code).toBe(2);
     expectOneErrorLine(run.stderr, 'HERMES_LEDGER must be sqlite:<path> or a postgres:// URL');
     expect(run.stderr).not.toContain('secret');

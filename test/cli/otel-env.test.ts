@@ -18,7 +18,10 @@ describe('hermes-aip with OTEL_* variables', { timeout: 60_000 }, () => {
     const { sim, configPath } = await simulatorWithConfig();
     const run = await runCli(statusArgs(configPath), { env: { OTEL_TRACES_EXPORTER: 'console', OTEL_SERVICE_NAME: 'cli-test' } });
     expect(run.code).toBe(1);
-    const spans = run.stderr.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as { name: string; traceId: string; spanId: string; parentSpanId?: string });
+    const spans = run.stderr
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as { name: string; traceId: string; spanId: string; parentSpanId?: string });
     const invoke = spans.find((span) => span.name === 'aip.invoke run_status');
     const request = spans.find((span) => span.name === 'GET /v1/runs/{run_id}');
     expect(invoke).toBeDefined();

@@ -13,7 +13,9 @@ describe('qualification of a Hermes whose approvals leak across runs of one sess
     const checks = checksById(readEvidence(out));
     const isolated = checks.get('isolated_approvals');
     expect(isolated?.result).toBe('failed');
-    expect(isolated?.reason).toMatch(/answering the approval of run run_\w+ changed run (run_\w+), which shares its session_id, from waiting_for_approval to \w+: approval queues are not isolated per run/);
+    expect(isolated?.reason).toMatch(
+      /answering the approval of run run_\w+ changed run (run_\w+), which shares its session_id, from waiting_for_approval to \w+: approval queues are not isolated per run/,
+    );
     expect(isolated?.reason).toContain(String((isolated?.evidence['older_run'] as { run_id: string }).run_id));
     expect(checks.get('approval_requires_evidence')?.reason).toMatch(/approval queues are not isolated per run/);
     for (const id of ['discovery', 'start_and_status', 'ordered_events', 'stop_followed', 'disconnect_reconciled', 'evidence_loss']) {

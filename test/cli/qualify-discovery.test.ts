@@ -26,14 +26,37 @@ function tamperedPackage(contract: string, tamper: (declaration: Record<string, 
 
 describe('qualification check 1 (discovery) against a tampered contract', { timeout: 60_000 }, () => {
   it.each([
-    ['run_stop published as low risk', 'run_stop', (d: Record<string, any>) => void (d.risk = 'low'), /run_stop does not publish what the seed's table says: risk is "low", not "medium"/],
-    ['run_start without a required idempotency key', 'run_start', (d: Record<string, any>) => void (d.contract.idempotency.requirement = 'optional'), /run_start .*idempotency is "optional", not "required"/],
-    ['run_status declaring a write', 'run_status', (d: Record<string, any>) => void d.contract.side_effects.push('write'), /run_status .*side_effects is \["external_network","read","write"\]/],
-    ['run_events on another path', 'run_events', (d: Record<string, any>) => void (d.http.path = '/v1/runs/{run_id}/stream'), /run_events .*path is "\/v1\/runs\/\{run_id\}\/stream"/],
+    [
+      'run_stop published as low risk',
+      'run_stop',
+      (d: Record<string, any>) => void (d.risk = 'low'),
+      /run_stop does not publish what the seed's table says: risk is "low", not "medium"/,
+    ],
+    [
+      'run_start without a required idempotency key',
+      'run_start',
+      (d: Record<string, any>) => void (d.contract.idempotency.requirement = 'optional'),
+      /run_start .*idempotency is "optional", not "required"/,
+    ],
+    [
+      'run_status declaring a write',
+      'run_status',
+      (d: Record<string, any>) => void d.contract.side_effects.push('write'),
+      /run_status .*side_effects is \["external_network","read","write"\]/,
+    ],
+    [
+      'run_events on another path',
+      'run_events',
+      (d: Record<string, any>) => void (d.http.path = '/v1/runs/{run_id}/stream'),
+      /run_events .*path is "\/v1\/runs\/\{run_id\}\/stream"/,
+    ],
   ])('%s: discovery fails, naming the difference', async (_name, contract, tamper, reason) => {
     const copy = tamperedPackage(contract, tamper);
     const out = join(copy, 'out');
-    const run = await finished(spawn(process.execPath, [join(copy, 'dist', 'cli', 'main.js'), 'qualify', '--simulate', '--out', out], { env: { PATH: process.env['PATH'] ?? '' } }), ['qualify']);
+    const run = await finished(
+      spawn(process.execPath, [join(copy, 'dist', 'cli', 'main.js'), 'qualify', '--simulate', '--out', out], { env: { PATH: process.env['PATH'] ?? '' } }),
+      ['qualify'],
+    );
     expect(run.code, run.stdout + run.stderr).toBe(1);
     const discovery = checksById(readEvidence(out)).get('discovery');
     expect(discovery?.result).toBe('failed');
@@ -43,7 +66,10 @@ describe('qualification check 1 (discovery) against a tampered contract', { time
   it('the untampered copy passes (the copy itself is sound)', async () => {
     const copy = tamperedPackage('run_stop', () => undefined);
     const out = join(copy, 'out');
-    const run = await finished(spawn(process.execPath, [join(copy, 'dist', 'cli', 'main.js'), 'qualify', '--simulate', '--out', out], { env: { PATH: process.env['PATH'] ?? '' } }), ['qualify']);
+    const run = await finished(
+      spawn(process.execPath, [join(copy, 'dist', 'cli', 'main.js'), 'qualify', '--simulate', '--out', out], { env: { PATH: process.env['PATH'] ?? '' } }),
+      ['qualify'],
+    );
     expect(run.code, run.stdout + run.stderr).toBe(0);
     expect(checksById(readEvidence(out)).get('discovery')?.result).toBe('passed');
   });

@@ -70,7 +70,9 @@ describe.each([
   it('fails when the ledger records the lost run as completed', async () => {
     const { session } = await sessionOver(false, withRestart);
     const evidence: Record<string, unknown> = {};
-    await expect(evidenceLoss.run(session, evidence)).rejects.toThrow(/did not record evidence loss for run run_\w+.*last_status completed, evidence_lost false/);
+    await expect(evidenceLoss.run(session, evidence)).rejects.toThrow(
+      /did not record evidence loss for run run_\w+.*last_status completed, evidence_lost false/,
+    );
     expect(evidence['binding_after']).toMatchObject({ last_status: 'completed', evidence_lost: false });
   });
 });

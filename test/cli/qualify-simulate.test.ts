@@ -27,7 +27,13 @@ describe('hermes-aip qualify --simulate --out DIR (what npm start runs)', { time
     // (2) also proves the ledger: the start is bound to its action, and sending it again is a replay Hermes never sees.
     const start = checks.find((check) => check.id === 'start_and_status')?.evidence as Record<string, Record<string, unknown>>;
     expect(start['binding']).toMatchObject({ run_id: start['run_id'] });
-    expect(start['replay']).toMatchObject({ status: 'completed', run_id: start['run_id'], replayed: true, original_action_id: start['binding']?.['action_id'], provider_requests: 0 });
+    expect(start['replay']).toMatchObject({
+      status: 'completed',
+      run_id: start['run_id'],
+      replayed: true,
+      original_action_id: start['binding']?.['action_id'],
+      provider_requests: 0,
+    });
     expect(existsSync(join(out, 'report.html'))).toBe(true);
 
     // The simulator's key is generated inside the CLI (hk_sim_…) and must appear nowhere.

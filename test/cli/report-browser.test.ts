@@ -72,7 +72,14 @@ describe('report.html in headless Chromium', { timeout: 60_000 }, () => {
 
     await expect(page.locator('#verdict').textContent()).resolves.toBe('FAILED');
     const identities = (await page.locator('table.identities').allTextContents()).join('\n');
-    for (const label of ['AIP protocol version', 'Contracts digest', 'Pinned Hermes revision', 'Connector git revision', 'Tenant binding', 'Credential revision']) {
+    for (const label of [
+      'AIP protocol version',
+      'Contracts digest',
+      'Pinned Hermes revision',
+      'Connector git revision',
+      'Tenant binding',
+      'Credential revision',
+    ]) {
       expect(identities).toContain(label);
     }
     expect(identities).toContain(evidence.endpoints[0]?.credential_revision);

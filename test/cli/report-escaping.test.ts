@@ -21,7 +21,13 @@ function evidenceWith(text: string): QualificationEvidence {
       connector: { package: 'aip-connector-hermes-agent', version: '0.1.0', git_revision: 'unknown', git_dirty: null },
       host: { node_version: 'v20', platform: 'linux', arch: 'x64' },
     },
-    settings: { step_timeout_ms: 1000, approval_choice: 'once', approval_prompt: { default: true, sha256: '0'.repeat(64), length: 1 }, harmless_prompt: { default: true, sha256: '0'.repeat(64), length: 1 }, ledger: { kind: 'sqlite', location: text } },
+    settings: {
+      step_timeout_ms: 1000,
+      approval_choice: 'once',
+      approval_prompt: { default: true, sha256: '0'.repeat(64), length: 1 },
+      harmless_prompt: { default: true, sha256: '0'.repeat(64), length: 1 },
+      ledger: { kind: 'sqlite', location: text },
+    },
     endpoints: [
       {
         endpoint_id: 'local',
@@ -35,7 +41,19 @@ function evidenceWith(text: string): QualificationEvidence {
         started_at: at,
         finished_at: at,
         duration_ms: 1,
-        checks: [{ id: 'discovery', number: 1, title: text, result: 'failed', reason: text, started_at: at, finished_at: at, duration_ms: 1, evidence: { note: text } }],
+        checks: [
+          {
+            id: 'discovery',
+            number: 1,
+            title: text,
+            result: 'failed',
+            reason: text,
+            started_at: at,
+            finished_at: at,
+            duration_ms: 1,
+            evidence: { note: text },
+          },
+        ],
         cleanup: [{ run_id: text, started_by: text, actions: [text] }],
       },
     ],

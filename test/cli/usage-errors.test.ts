@@ -15,10 +15,14 @@ describe('hermes-aip: a bad HERMES_LEDGER setting', { timeout: 60_000 }, () => {
   it.each([
     ['a folder that does not exist', (folder: string) => `sqlite:${join(folder, 'missing', 'runs.db')}`, /run ledger .*runs\.db: its folder does not exist/],
     ['a directory', (folder: string) => `sqlite:${folder}`, /run ledger .*: it is a directory/],
-    ['a file that is not a database', (folder: string) => {
-      writeFileSync(join(folder, 'notes.db'), 'not a database, just text\n'.repeat(100));
-      return `sqlite:${join(folder, 'notes.db')}`;
-    }, /run ledger .*notes\.db: .*not a database/],
+    [
+      'a file that is not a database',
+      (folder: string) => {
+        writeFileSync(join(folder, 'notes.db'), 'not a database, just text\n'.repeat(100));
+        return `sqlite:${join(folder, 'notes.db')}`;
+      },
+      /run ledger .*notes\.db: .*not a database/,
+    ],
   ])('%s: one clear line and exit 2, for invoke and manifest', async (_name, setting, message) => {
     const folder = tempDir();
     const env = { HERMES_BASE_URL: 'http://127.0.0.1:9', HERMES_API_KEY: 'hk_ledger_test', HERMES_LEDGER: setting(folder) };
@@ -34,7 +38,10 @@ describe('hermes-aip: a bad HERMES_LEDGER setting', { timeout: 60_000 }, () => {
   it('the same from a config file\'s "ledger" field', async () => {
     const { configPath, folder } = await simulatorWithConfig();
     mkdirSync(join(folder, 'ledger-dir'));
-    writeFileSync(configPath, JSON.stringify({ endpoints: [{ id: 'local', baseUrl: 'http://127.0.0.1:9', apiKeyFile: 'hermes.key' }], ledger: { sqlite: 'ledger-dir' } }));
+    writeFileSync(
+      configPath,
+      JSON.stringify({ endpoints: [{ id: 'local', baseUrl: 'http://127.0.0.1:9', apiKeyFile: 'hermes.key' }], ledger: { sqlite: 'ledger-dir' } }),
+    );
     const run = await runCli(['manifest', '--config', configPath]);
     expect(run.code).toBe(2);
     expectOneErrorLine(run.stderr, /run ledger .*ledger-dir: it is a directory/);
@@ -45,8 +52,23 @@ describe('hermes-aip invoke interrupted', { timeout: 60_000 }, () => {
   it('SIGINT during a run_events stream exits 130, as documented', async () => {
     const { configPath } = await simulatorWithConfig();
     const start = await runCli([
-      'invoke', 'cap:hermes_agent:local:run_start', '--config', configPath, '--idempotency-key', 'interrupt-1',
-      '--input', JSON.stringify({ body: { input: 'x', sim_script: [{ type: 'delta', text: 'Working' }, { type: 'sleep', ms: 30_000 }, { type: 'complete', output: 'late' }] } }),
+      'invoke',
+      'cap:hermes_agent:local:run_start',
+      '--config',
+      configPath,
+      '--idempotency-key',
+      'interrupt-1',
+      '--input',
+      JSON.stringify({
+        body: {
+          input: 'x',
+          sim_script: [
+            { type: 'delta', text: 'Working' },
+            { type: 'sleep', ms: 30_000 },
+            { type: 'complete', output: 'late' },
+          ],
+        },
+      }),
     ]);
     const runId = (JSON.parse(start.stdout) as { output: { run_id: string } }).output.run_id;
     const child = spawnCli(['invoke', 'cap:hermes_agent:local:run_events', '--config', configPath, '--input', JSON.stringify({ run_id: runId })]);

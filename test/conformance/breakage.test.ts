@@ -21,7 +21,9 @@ const BREAKAGES: Array<{ how: string; scenario: ScenarioId; assertion: string; f
     how: 'drops the second chunk of every stream',
     scenario: 'streaming_backpressure',
     assertion: 'ordered_chunks',
-    factory: brokenInvoke((inner, action, context) => inner.invoke(action, context?.onChunk ? { ...context, onChunk: (chunk) => (chunk.sequence === 1 ? undefined : context.onChunk?.(chunk)) } : context)),
+    factory: brokenInvoke((inner, action, context) =>
+      inner.invoke(action, context?.onChunk ? { ...context, onChunk: (chunk) => (chunk.sequence === 1 ? undefined : context.onChunk?.(chunk)) } : context),
+    ),
   },
   {
     how: 'publishes a second final chunk',
@@ -37,7 +39,9 @@ const BREAKAGES: Array<{ how: string; scenario: ScenarioId; assertion: string; f
     how: 'does not wait for its chunk consumer',
     scenario: 'streaming_backpressure',
     assertion: 'bounded_backpressure',
-    factory: brokenInvoke((inner, action, context) => inner.invoke(action, context?.onChunk ? { ...context, onChunk: (chunk) => void context.onChunk?.(chunk) } : context)),
+    factory: brokenInvoke((inner, action, context) =>
+      inner.invoke(action, context?.onChunk ? { ...context, onChunk: (chunk) => void context.onChunk?.(chunk) } : context),
+    ),
   },
   {
     how: 'leaks the key into error messages',
@@ -68,7 +72,9 @@ const BREAKAGES: Array<{ how: string; scenario: ScenarioId; assertion: string; f
     scenario: 'idempotency_duplicates',
     assertion: 'duplicate_suppressed',
     factory: brokenInvoke((inner, action, context) =>
-      operationOf(action) === 'run_start' ? inner.invoke({ ...action, idempotency_key: `${action.idempotency_key}-${action.id}` }, context) : inner.invoke(action, context),
+      operationOf(action) === 'run_start'
+        ? inner.invoke({ ...action, idempotency_key: `${action.idempotency_key}-${action.id}` }, context)
+        : inner.invoke(action, context),
     ),
   },
   {
@@ -111,7 +117,13 @@ const BREAKAGES: Array<{ how: string; scenario: ScenarioId; assertion: string; f
     factory: brokenInvoke((inner, action, context) => {
       if (operationOf(action) !== 'run_approval' || context?.approval) return inner.invoke(action, context);
       const now = Date.now();
-      const approval = { approvalId: `appr_forged_${action.id}`, decision: 'approved' as const, grantedAt: now, expiresAt: now + 60_000, evidence: { reason: 'forged', inputSnapshot: action.input, policyDecision: {} } };
+      const approval = {
+        approvalId: `appr_forged_${action.id}`,
+        decision: 'approved' as const,
+        grantedAt: now,
+        expiresAt: now + 60_000,
+        evidence: { reason: 'forged', inputSnapshot: action.input, policyDecision: {} },
+      };
       return inner.invoke(action, { ...context, approval });
     }),
   },

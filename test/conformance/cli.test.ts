@@ -13,7 +13,11 @@ describe('hermes-aip conformance --simulate --out DIR', { timeout: 60_000 }, () 
     expect(run.stdout).toMatch(/Conformance PASSED: 11 passed, 2 not applicable, 0 failed of 13 checks; 2 static finding\(s\) reported/);
     expect(run.stdout).toContain('static FAIL enterprise.capability_contract (2 finding(s), reported only)');
 
-    const artifact = JSON.parse(readFileSync(join(out, 'conformance.json'), 'utf8')) as { result: string; identities: Record<string, unknown>; endpoints: Array<{ checks: Array<{ id: string; verdict: string }> }> };
+    const artifact = JSON.parse(readFileSync(join(out, 'conformance.json'), 'utf8')) as {
+      result: string;
+      identities: Record<string, unknown>;
+      endpoints: Array<{ checks: Array<{ id: string; verdict: string }> }>;
+    };
     assertMatches('conformance/conformance.schema.json', artifact);
     expect(artifact.result).toBe('passed');
     expect(artifact.identities).toMatchObject({ aip_protocol_version: '1.0', hermes_pinned_revision: '7426c09beee73bdff94d916015bac71384f6bc92' });

@@ -27,7 +27,9 @@ describe('the conformance kit against the simulator', { timeout: 60_000 }, () =>
         expect(check.assertions.map((assertion) => assertion.name)).toEqual(REQUIRED_ASSERTIONS[scenario]);
         expect(check.artifacts.length).toBeGreaterThan(0);
       }
-      expect(report.checks.find((check) => check.id.endsWith('transaction_lifecycle'))?.reason).toBe('not applicable: no capability of the manifest declares a `transaction` contract');
+      expect(report.checks.find((check) => check.id.endsWith('transaction_lifecycle'))?.reason).toBe(
+        'not applicable: no capability of the manifest declares a `transaction` contract',
+      );
       expect(report.checks.find((check) => check.id.endsWith('webhook_security'))?.reason).toContain(`is ${WEBHOOK_PROFILE}`);
       expect(report.passed).toBe(true);
 
@@ -35,7 +37,9 @@ describe('the conformance kit against the simulator', { timeout: 60_000 }, () =>
       const enterprise = report.staticChecks.find((check) => check.id === 'enterprise.capability_contract');
       expect(enterprise?.passed).toBe(false);
       expect(enterprise?.findings).toEqual([
-        expect.stringMatching(/^cap:hermes_agent:simulator:run_status: mutating contract must require idempotency \(side effects external_network with idempotency optional\)$/),
+        expect.stringMatching(
+          /^cap:hermes_agent:simulator:run_status: mutating contract must require idempotency \(side effects external_network with idempotency optional\)$/,
+        ),
         expect.stringMatching(/^cap:hermes_agent:simulator:run_events: mutating contract must require idempotency/),
       ]);
       // Every request the kit saw was made with the configured key, and nothing the kit retains holds it.
@@ -59,7 +63,11 @@ describe('the conformance kit against the simulator', { timeout: 60_000 }, () =>
   it('admission fails when the connector does not claim what a contract flag promises', async () => {
     target = await simulatedTarget();
     const honest = target.driver;
-    const driver = { ...honest, implementationSupport: (id: string) => ({ ...honest.implementationSupport(id), streaming: false }), exercise: async () => Promise.reject(new Error('not run')) };
+    const driver = {
+      ...honest,
+      implementationSupport: (id: string) => ({ ...honest.implementationSupport(id), streaming: false }),
+      exercise: async () => Promise.reject(new Error('not run')),
+    };
     const report = await runConformanceKit(driver, systemClock);
     const admission = report.checks[0];
     expect(admission?.verdict).toBe('failed');

@@ -89,7 +89,9 @@ describe('tenant binding', () => {
 
   it.each(ALL_OPS)('%s: a bound endpoint refuses another tenant', (operation) => {
     const action = actionFor(operation);
-    expect(refusal(gate(operation, { endpoint: bound(), action, context: { tenantId: 'tenant-b', approval: grantFor(action.input) } })).code).toBe('tenant_mismatch');
+    expect(refusal(gate(operation, { endpoint: bound(), action, context: { tenantId: 'tenant-b', approval: grantFor(action.input) } })).code).toBe(
+      'tenant_mismatch',
+    );
   });
 
   it('compares tenants exactly (no case folding, no trimming)', () => {
@@ -101,7 +103,9 @@ describe('tenant binding', () => {
 
   it.each(ALL_OPS)('%s: a bound endpoint accepts the same tenant', (operation) => {
     const action = actionFor(operation);
-    expect(() => enforceGates(gate(operation, { endpoint: bound(), action, context: { tenantId: 'tenant-a', approval: grantFor(action.input) } }))).not.toThrow();
+    expect(() =>
+      enforceGates(gate(operation, { endpoint: bound(), action, context: { tenantId: 'tenant-a', approval: grantFor(action.input) } })),
+    ).not.toThrow();
   });
 
   it('an endpoint without tenant accepts any context tenant or none', () => {
@@ -126,7 +130,9 @@ describe('credential', () => {
   });
 
   it('still applies to host cancellation', () => {
-    expect(refusal(gate('run_stop', { endpoint: resolvedEndpoint({ apiKey: undefined }), context: {}, hostCancellation: true })).code).toBe('missing_credential');
+    expect(refusal(gate('run_stop', { endpoint: resolvedEndpoint({ apiKey: undefined }), context: {}, hostCancellation: true })).code).toBe(
+      'missing_credential',
+    );
   });
 });
 
@@ -301,7 +307,9 @@ describe('time', () => {
 
   it('a deadline after now and a live signal pass', () => {
     const action = actionFor('run_stop');
-    expect(() => enforceGates(gate('run_stop', { action, context: { deadline: NOW + 1, signal: new AbortController().signal, approval: grantFor(action.input) } }))).not.toThrow();
+    expect(() =>
+      enforceGates(gate('run_stop', { action, context: { deadline: NOW + 1, signal: new AbortController().signal, approval: grantFor(action.input) } })),
+    ).not.toThrow();
   });
 
   it('cancellation is checked before the deadline', () => {

@@ -144,7 +144,12 @@ describe.each(OPERATION_NAMES)('%s contract values (API doc table)', (operation)
   const contract = declaration.contract as Record<string, any>;
 
   it('http binding and provider timeout', () => {
-    expect(declaration.http).toStrictEqual({ method: expected.method, path: expected.path, streaming: expected.streaming, provider_timeout_ms: expected.providerTimeoutMs });
+    expect(declaration.http).toStrictEqual({
+      method: expected.method,
+      path: expected.path,
+      streaming: expected.streaming,
+      provider_timeout_ms: expected.providerTimeoutMs,
+    });
   });
 
   it('risk', () => {
@@ -267,7 +272,17 @@ describe('operation input schemas', () => {
     it.each([
       ['a string input', { body: { input: 'Clean the build directory' } }],
       ['a message array', { body: { input: [{ role: 'user', content: 'hi' }] } }],
-      ['history and a final message', { body: { input: [{ role: 'system', content: 'be brief' }, { role: 'user', content: 'hi' }] } }],
+      [
+        'history and a final message',
+        {
+          body: {
+            input: [
+              { role: 'system', content: 'be brief' },
+              { role: 'user', content: 'hi' },
+            ],
+          },
+        },
+      ],
       [
         'every documented body field',
         {
@@ -347,7 +362,14 @@ describe('manifest and capabilities of a two-endpoint connector', () => {
       const [, , endpointId, operation] = capability.id.split(':') as [string, string, string, OperationName];
       const expected = TABLE[operation];
       expect(capability.bindings).toStrictEqual([
-        { profile: 'aip.connector.hermes_agent.v1', endpoint_id: endpointId, operation, method: expected.method, path: expected.path, streaming: expected.streaming },
+        {
+          profile: 'aip.connector.hermes_agent.v1',
+          endpoint_id: endpointId,
+          operation,
+          method: expected.method,
+          path: expected.path,
+          streaming: expected.streaming,
+        },
       ]);
       expect(capability.kind).toBe('workflow');
       expect(capability.stability).toBe('stable');

@@ -16,7 +16,10 @@ function documentedRows(): Map<string, { category: string; retryable: string; as
   const rows = text.split('\n').filter((line) => line.startsWith('| `'));
   return new Map(
     rows.map((line) => {
-      const [code, category, retryable, asked] = line.split('|').slice(1, 5).map((cell) => cell.trim().replace(/`/g, ''));
+      const [code, category, retryable, asked] = line
+        .split('|')
+        .slice(1, 5)
+        .map((cell) => cell.trim().replace(/`/g, ''));
       return [code as string, { category: category as string, retryable: retryable as string, asked: asked as string }];
     }),
   );
@@ -33,9 +36,18 @@ describe('docs/errors.md', () => {
   it('lists exactly the catalogue’s codes, each with its category, retryable rule and whether Hermes was asked', () => {
     const documented = documentedRows();
     const codes = Object.keys(FAILURE_CATALOGUE) as FailureCode[];
-    expect([...documented.keys()].sort()).toEqual(codes.map(errorCode).map((full) => full.slice('connector.hermes_agent.'.length)).sort());
+    expect([...documented.keys()].sort()).toEqual(
+      codes
+        .map(errorCode)
+        .map((full) => full.slice('connector.hermes_agent.'.length))
+        .sort(),
+    );
     for (const code of codes) {
-      expect(documented.get(code), code).toEqual({ category: FAILURE_CATALOGUE[code].category, retryable: retryableRule(code), asked: FAILURE_CATALOGUE[code].providerCalled });
+      expect(documented.get(code), code).toEqual({
+        category: FAILURE_CATALOGUE[code].category,
+        retryable: retryableRule(code),
+        asked: FAILURE_CATALOGUE[code].providerCalled,
+      });
     }
   });
 

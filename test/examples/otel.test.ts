@@ -8,11 +8,26 @@ const root = fileURLToPath(new URL('../../', import.meta.url));
 
 describe('examples/otel.ts', () => {
   it('prints a span per invocation, per Hermes request and per ledger call, with no run id in a span name', { timeout: 60_000 }, async () => {
-    const { stdout, stderr } = await promisify(execFile)(`${root}node_modules/.bin/tsx`, [`${root}examples/otel.ts`], { cwd: root, timeout: 50_000, env: { PATH: process.env['PATH'] ?? '' } });
+    const { stdout, stderr } = await promisify(execFile)(`${root}node_modules/.bin/tsx`, [`${root}examples/otel.ts`], {
+      cwd: root,
+      timeout: 50_000,
+      env: { PATH: process.env['PATH'] ?? '' },
+    });
     expect(stderr).toBe('');
-    const names = stdout.trimEnd().split('\n').map((line) => line.slice(0, line.indexOf('  ')));
+    const names = stdout
+      .trimEnd()
+      .split('\n')
+      .map((line) => line.slice(0, line.indexOf('  ')));
     expect(names).toEqual(
-      expect.arrayContaining(['aip.invoke run_start', 'POST /v1/runs', 'aip.ledger claim', 'aip.invoke run_events', 'GET /v1/runs/{run_id}/events', 'aip.invoke run_status', 'GET /v1/runs/{run_id}']),
+      expect.arrayContaining([
+        'aip.invoke run_start',
+        'POST /v1/runs',
+        'aip.ledger claim',
+        'aip.invoke run_events',
+        'GET /v1/runs/{run_id}/events',
+        'aip.invoke run_status',
+        'GET /v1/runs/{run_id}',
+      ]),
     );
     expect(stdout).toContain('"aip.tenant_id":"tenant-a"');
     expect(stdout).toContain('"aip.trace_id":"trace-otel-example"');

@@ -39,17 +39,28 @@ describe('decideReply', () => {
   });
 
   test('after a tool result: a non-empty final text', () => {
-    const reply = decideReply({ messages: [user('Run the shell command: ls'), { role: 'assistant', content: null }, { role: 'tool', content: 'x' }], tools: TOOLS });
+    const reply = decideReply({
+      messages: [user('Run the shell command: ls'), { role: 'assistant', content: null }, { role: 'tool', content: 'x' }],
+      tools: TOOLS,
+    });
     expect(reply).toEqual({ kind: 'text', text: 'The command has finished.' });
   });
 
   test('"Run the shell command: <cmd>" calls the terminal tool with that command', () => {
-    expect(decideReply({ messages: [user('Please. Run the shell command: sleep 30')], tools: TOOLS })).toEqual({ kind: 'tool_call', name: 'terminal', arguments: { command: 'sleep 30' } });
+    expect(decideReply({ messages: [user('Please. Run the shell command: sleep 30')], tools: TOOLS })).toEqual({
+      kind: 'tool_call',
+      name: 'terminal',
+      arguments: { command: 'sleep 30' },
+    });
   });
 
   test("the qualification's default approval prompt asks for its recursive delete, and nothing more", () => {
     const command = 'rm -rf ./aip-qualification-scratch-0123456789ab';
-    expect(decideReply({ messages: [user(defaultApprovalPrompt(command))], tools: TOOLS })).toEqual({ kind: 'tool_call', name: 'terminal', arguments: { command } });
+    expect(decideReply({ messages: [user(defaultApprovalPrompt(command))], tools: TOOLS })).toEqual({
+      kind: 'tool_call',
+      name: 'terminal',
+      arguments: { command },
+    });
   });
 
   test("the qualification's harmless prompt is answered with its word", () => {
@@ -58,8 +69,13 @@ describe('decideReply', () => {
 
   test('the last user message decides, list-of-parts content included; anything else gets the default text', () => {
     const parts = user([{ type: 'text', text: 'Run the shell command: echo hi' }]);
-    expect(decideReply({ messages: [user('Reply with the single word: old'), { role: 'assistant', content: 'old' }, parts], tools: TOOLS })).toMatchObject({ arguments: { command: 'echo hi' } });
-    expect(decideReply({ messages: [{ role: 'system', content: 'Run the shell command: ls' }, user('Hello')], tools: TOOLS })).toEqual({ kind: 'text', text: 'Hello from the fake model.' });
+    expect(decideReply({ messages: [user('Reply with the single word: old'), { role: 'assistant', content: 'old' }, parts], tools: TOOLS })).toMatchObject({
+      arguments: { command: 'echo hi' },
+    });
+    expect(decideReply({ messages: [{ role: 'system', content: 'Run the shell command: ls' }, user('Hello')], tools: TOOLS })).toEqual({
+      kind: 'text',
+      text: 'Hello from the fake model.',
+    });
     expect(decideReply({ tools: TOOLS })).toEqual({ kind: 'text', text: 'Hello from the fake model.' });
   });
 });
@@ -72,9 +88,15 @@ describe('the fake model over HTTP', () => {
   });
 
   test('a streamed text reply: several content deltas, finish_reason stop, then usage when asked', async () => {
-    const chunks = await streamedChunks(await post({ model: FAKE_MODEL_ID, stream: true, stream_options: { include_usage: true }, tools: TOOLS, messages: [user('Hi')] }));
+    const chunks = await streamedChunks(
+      await post({ model: FAKE_MODEL_ID, stream: true, stream_options: { include_usage: true }, tools: TOOLS, messages: [user('Hi')] }),
+    );
     const usage = chunks.pop();
-    expect(usage).toMatchObject({ object: 'chat.completion.chunk', choices: [], usage: { prompt_tokens: expect.any(Number), completion_tokens: expect.any(Number) } });
+    expect(usage).toMatchObject({
+      object: 'chat.completion.chunk',
+      choices: [],
+      usage: { prompt_tokens: expect.any(Number), completion_tokens: expect.any(Number) },
+    });
     expect(usage?.usage.total_tokens).toBe(usage?.usage.prompt_tokens + usage?.usage.completion_tokens);
     const last = chunks.pop();
     expect(last?.choices).toEqual([{ index: 0, delta: {}, finish_reason: 'stop' }]);
@@ -100,7 +122,11 @@ describe('the fake model over HTTP', () => {
     const response = await post({ tools: TOOLS, messages: [user('Run the shell command: ls -la')] });
     expect(response.headers.get('content-type')).toBe('application/json');
     const body = (await response.json()) as Record<string, any>;
-    expect(body).toMatchObject({ object: 'chat.completion', model: FAKE_MODEL_ID, choices: [{ index: 0, finish_reason: 'tool_calls', message: { role: 'assistant', content: null } }] });
+    expect(body).toMatchObject({
+      object: 'chat.completion',
+      model: FAKE_MODEL_ID,
+      choices: [{ index: 0, finish_reason: 'tool_calls', message: { role: 'assistant', content: null } }],
+    });
     expect(JSON.parse(body.choices[0].message.tool_calls[0].function.arguments)).toEqual({ command: 'ls -la' });
     const text = (await (await post({ messages: [user('Hi')] })).json()) as Record<string, any>;
     expect(text.choices[0]).toEqual({ index: 0, message: { role: 'assistant', content: 'Fake model reply.' }, finish_reason: 'stop' });
@@ -112,7 +138,14 @@ describe('the fake model over HTTP', () => {
       expect((await fetch(`${model.baseUrl.replace(/\/v1$/, '')}${path}`)).status).toBe(404);
     }
     expect((await post([1, 2])).status).toBe(400);
-    expect(model.requests.slice(before).map((request) => request.path)).toEqual(['/api/tags', '/v1/props', '/props', '/version', '/api/v1/models', '/v1/chat/completions']);
+    expect(model.requests.slice(before).map((request) => request.path)).toEqual([
+      '/api/tags',
+      '/v1/props',
+      '/props',
+      '/version',
+      '/api/v1/models',
+      '/v1/chat/completions',
+    ]);
     await post({ stream: true, messages: [user('Hi')] }).then((response) => response.text());
     expect(model.requests.at(-1)).toEqual({ method: 'POST', path: '/v1/chat/completions', reply: 'text', stream: true });
   });

@@ -142,7 +142,12 @@ export function bridgeEnvFactory(defaults: BridgeEnvOptions = {}): (options?: Br
 export const newSessionId = () => `sesn_${randomBytes(6).toString('hex')}`;
 
 /** The agent calls the bridged tool: a pending custom tool call in Herm, and the event that announces it. */
-export function callTool(herm: HermSimulator, sessionId: string, input: { prompt: string; instructions?: string; session_id?: string; sim_script?: RunStep[] }, toolUseId?: string): HermCustomToolUse {
+export function callTool(
+  herm: HermSimulator,
+  sessionId: string,
+  input: { prompt: string; instructions?: string; session_id?: string; sim_script?: RunStep[] },
+  toolUseId?: string,
+): HermCustomToolUse {
   return herm.emitToolUse(sessionId, { name: TOOL_NAME, input: { ...input }, ...(toolUseId ? { tool_use_id: toolUseId } : {}) });
 }
 
@@ -213,7 +218,12 @@ export function hermesStarts(hermes: HermesSimulator): Array<{ body: Record<stri
 }
 
 /** Requests Hermes received for one run, by route: '' (status), '/events', '/approval', '/stop'. */
-export function hermesRunRequests(hermes: HermesSimulator, runId: string, suffix: '' | '/events' | '/approval' | '/stop', method = suffix === '' || suffix === '/events' ? 'GET' : 'POST') {
+export function hermesRunRequests(
+  hermes: HermesSimulator,
+  runId: string,
+  suffix: '' | '/events' | '/approval' | '/stop',
+  method = suffix === '' || suffix === '/events' ? 'GET' : 'POST',
+) {
   const path = `/v1/runs/${runId}${suffix}`;
   return hermes.requests.filter((request) => request.method === method && request.path === path);
 }
@@ -223,7 +233,10 @@ export function hermesRunRequests(hermes: HermesSimulator, runId: string, suffix
 export async function approveRun(env: BridgeEnv, runId: string): Promise<void> {
   await eventually(() => env.hermes.run(runId)?.pendingApprovals === 1, 'the run waits for approval', 2000);
   const input = { run_id: runId, choice: 'once' };
-  const result = await env.connector.invoke({ id: nextId(), capability_id: env.cap('run_approval'), input, idempotency_key: nextId('appr') }, { approval: grantFor(input) });
+  const result = await env.connector.invoke(
+    { id: nextId(), capability_id: env.cap('run_approval'), input, idempotency_key: nextId('appr') },
+    { approval: grantFor(input) },
+  );
   expect(result.status, JSON.stringify(result.error)).toBe('completed');
 }
 

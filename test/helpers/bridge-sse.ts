@@ -20,32 +20,36 @@ export function tapSession(baseUrl: string, apiKey: string, sessionId: string): 
   const frames: SessionFrame[] = [];
   let req: ClientRequest;
   return new Promise((resolve, reject) => {
-    req = request(`${baseUrl}/v1/sessions/${encodeURIComponent(sessionId)}/stream`, { headers: { 'x-api-key': apiKey, accept: 'text/event-stream' } }, (res) => {
-      if (res.statusCode !== 200) {
-        res.resume();
-        reject(new Error(`session stream answered HTTP ${res.statusCode}`));
-        return;
-      }
-      let buffer = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
-        buffer += chunk.replace(/\r\n?/g, '\n');
-        let end: number;
-        while ((end = buffer.indexOf('\n\n')) >= 0) {
-          const block = buffer.slice(0, end);
-          buffer = buffer.slice(end + 2);
-          let event: string | undefined;
-          const data: string[] = [];
-          for (const line of block.split('\n')) {
-            if (line.startsWith('event:')) event = line.slice(6).trim();
-            else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
-          }
-          if (data.length > 0) frames.push({ event, data: JSON.parse(data.join('\n')) as Record<string, unknown> });
+    req = request(
+      `${baseUrl}/v1/sessions/${encodeURIComponent(sessionId)}/stream`,
+      { headers: { 'x-api-key': apiKey, accept: 'text/event-stream' } },
+      (res) => {
+        if (res.statusCode !== 200) {
+          res.resume();
+          reject(new Error(`session stream answered HTTP ${res.statusCode}`));
+          return;
         }
-      });
-      res.on('error', () => undefined);
-      resolve({ frames, close: () => req.destroy() });
-    });
+        let buffer = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          buffer += chunk.replace(/\r\n?/g, '\n');
+          let end: number;
+          while ((end = buffer.indexOf('\n\n')) >= 0) {
+            const block = buffer.slice(0, end);
+            buffer = buffer.slice(end + 2);
+            let event: string | undefined;
+            const data: string[] = [];
+            for (const line of block.split('\n')) {
+              if (line.startsWith('event:')) event = line.slice(6).trim();
+              else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
+            }
+            if (data.length > 0) frames.push({ event, data: JSON.parse(data.join('\n')) as Record<string, unknown> });
+          }
+        });
+        res.on('error', () => undefined);
+        resolve({ frames, close: () => req.destroy() });
+      },
+    );
     req.on('error', reject);
     req.end();
   });

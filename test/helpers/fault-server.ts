@@ -300,7 +300,9 @@ export const SSE_TYPE = 'text/event-stream';
 
 /** Hermes' 404 for an unknown run, for every request. */
 export function respondNotFound(exchange: FaultExchange): Promise<void> {
-  return exchange.respond(404, JSON.stringify({ error: { message: 'Run not found', type: 'invalid_request_error', param: null, code: 'run_not_found' } }), { 'Content-Type': JSON_TYPE });
+  return exchange.respond(404, JSON.stringify({ error: { message: 'Run not found', type: 'invalid_request_error', param: null, code: 'run_not_found' } }), {
+    'Content-Type': JSON_TYPE,
+  });
 }
 
 /** A JSON answer. */
@@ -350,11 +352,18 @@ export function resetMidBody(status: number, headers: Record<string, string | nu
 }
 
 /** The status line and headers one byte every `msPerByte`, then the body (if the client is still there). */
-export function slowHeaders(msPerByte: number, status: number, body: string, headers: Record<string, string | number> = { 'Content-Type': JSON_TYPE }): FaultHandler {
+export function slowHeaders(
+  msPerByte: number,
+  status: number,
+  body: string,
+  headers: Record<string, string | number> = { 'Content-Type': JSON_TYPE },
+): FaultHandler {
   return async (exchange) => {
-    const bytes = Buffer.from(`HTTP/1.1 ${status} ${REASONS[status] ?? 'Status'}\r\n${Object.entries({ ...headers, 'Content-Length': Buffer.byteLength(body), Connection: 'close' })
-      .map(([name, value]) => `${name}: ${value}`)
-      .join('\r\n')}\r\n\r\n`);
+    const bytes = Buffer.from(
+      `HTTP/1.1 ${status} ${REASONS[status] ?? 'Status'}\r\n${Object.entries({ ...headers, 'Content-Length': Buffer.byteLength(body), Connection: 'close' })
+        .map(([name, value]) => `${name}: ${value}`)
+        .join('\r\n')}\r\n\r\n`,
+    );
     for (const byte of bytes) {
       if (!(await exchange.write(Buffer.of(byte)))) return;
       if (!(await exchange.sleep(msPerByte))) return;

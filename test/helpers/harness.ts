@@ -1,5 +1,15 @@
 import { afterEach, expect } from 'vitest';
-import { createHermesConnector, type AipAction, type AipActionResult, type AipStreamChunk, type ApprovalGrant, type ExecutionContext, type HermesConnector, type HermesConnectorOptions, type HermesEndpointConfig } from 'aip-connector-hermes-agent';
+import {
+  createHermesConnector,
+  type AipAction,
+  type AipActionResult,
+  type AipStreamChunk,
+  type ApprovalGrant,
+  type ExecutionContext,
+  type HermesConnector,
+  type HermesConnectorOptions,
+  type HermesEndpointConfig,
+} from 'aip-connector-hermes-agent';
 import { startHermesSimulator, type HermesSimulator, type HermesSimulatorOptions } from 'aip-connector-hermes-agent/simulator';
 import { assertMatches } from './schema-check.js';
 
@@ -167,6 +177,14 @@ export const script = {
     { type: 'delta', text: 'done' },
     { type: 'complete', output: 'Removed.' },
   ],
-  long: (ms = 60_000) => [{ type: 'delta', text: 'working' }, { type: 'sleep', ms }, { type: 'complete', output: 'late' }],
-  quick: (output = 'Hello world') => [{ type: 'delta', text: 'Hello' }, { type: 'delta', text: ' world' }, { type: 'complete', output }],
+  long: (ms = 60_000) => [
+    { type: 'delta', text: 'working' },
+    { type: 'sleep', ms },
+    { type: 'complete', output: 'late' },
+  ],
+  quick: (output = 'Hello world') => [
+    { type: 'delta', text: 'Hello' },
+    { type: 'delta', text: ' world' },
+    { type: 'complete', output },
+  ],
 };

@@ -22,8 +22,7 @@ export function gateSettlesUntilInFlightSeen(ledgers: RunLedger[], boundMs = 5_0
   const seen = new Promise<void>((resolve) => {
     open = resolve;
   });
-  const bounded = (): Promise<void> =>
-    Promise.race([seen, new Promise<void>((resolve) => setTimeout(resolve, boundMs).unref())]);
+  const bounded = (): Promise<void> => Promise.race([seen, new Promise<void>((resolve) => setTimeout(resolve, boundMs).unref())]);
   const wrap = (ledger: RunLedger): RunLedger =>
     new Proxy(ledger, {
       get(target, property) {

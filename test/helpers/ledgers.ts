@@ -10,9 +10,7 @@ export const PG_URL = process.env.HERMES_TEST_PG_URL;
 
 if (!PG_URL) {
   if (process.env.CI) throw new Error('HERMES_TEST_PG_URL is not set in CI: the PostgreSQL ledger suite must run there (see .ci/run)');
-  console.warn(
-    '\n*** PostgreSQL ledger tests are SKIPPED: set HERMES_TEST_PG_URL=postgres://user:pass@127.0.0.1:5432/db to run them (CI always does). ***\n',
-  );
+  console.warn('\n*** PostgreSQL ledger tests are SKIPPED: set HERMES_TEST_PG_URL=postgres://user:pass@127.0.0.1:5432/db to run them (CI always does). ***\n');
 }
 
 export interface LedgerBackend {

@@ -152,7 +152,9 @@ export async function launchHermesForCli(options: Omit<RealHermesOptions, 'fakeM
   const folder = mkdtempSync(join(tmpdir(), 'hermes-launch-'));
   writeFileSync(join(folder, 'api-key'), `${hermes.apiKey}\n`, { mode: 0o600 });
   const endpointsFile = join(folder, 'endpoints.json');
-  writeFileSync(endpointsFile, `${JSON.stringify({ endpoints: [{ id: 'real', baseUrl: hermes.baseUrl, apiKeyFile: 'api-key' }] }, null, 2)}\n`, { mode: 0o600 });
+  writeFileSync(endpointsFile, `${JSON.stringify({ endpoints: [{ id: 'real', baseUrl: hermes.baseUrl, apiKeyFile: 'api-key' }] }, null, 2)}\n`, {
+    mode: 0o600,
+  });
   return {
     hermes,
     model,

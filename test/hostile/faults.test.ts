@@ -104,7 +104,9 @@ describe('connection reset in the middle of the body', () => {
   it.each(JSON_OPERATIONS)('%s: half a JSON body, then a reset → transport, one request', async (operation) => {
     const { status, body } = OK_BODY[operation];
     const text = JSON.stringify(body);
-    const { connector, server } = await rig(resetMidBody(status, { 'Content-Type': JSON_TYPE, 'Content-Length': text.length }, text.slice(0, text.length >> 1)));
+    const { connector, server } = await rig(
+      resetMidBody(status, { 'Content-Type': JSON_TYPE, 'Content-Length': text.length }, text.slice(0, text.length >> 1)),
+    );
     const result = await invokeValid(connector, operation);
     expectError(result, { code: 'transport', category: 'transport', retryable: isRead(operation), uncertain: !isRead(operation), remote_status: status });
     expect(server.requests).toHaveLength(1);
@@ -214,30 +216,54 @@ describe('an SSE line that never ends', () => {
 describe('a JSON body larger than the limit', () => {
   const LIMIT = 64 * 1024;
 
-  it.each(JSON_OPERATIONS)('%s: declared by Content-Length and never sent → invalid_response at once (the header is trusted), one request', async (operation) => {
-    const { connector, server } = await rig(declaredOversizedJson(10 * LIMIT, OK_BODY[operation].status), { limits: { maxJsonResponseBytes: LIMIT } });
-    const result = await invokeValid(connector, operation, { context: { deadline: soon(5_000) } });
-    expectError(result, { code: 'invalid_response', category: 'connector', retryable: false, uncertain: !isRead(operation), remote_status: OK_BODY[operation].status });
-    expect(result.output).toBeUndefined();
-    expect(server.requests).toHaveLength(1);
-    expect(await server.requestConnectionClosed(0)).toEqual({ byClient: true });
-  });
+  it.each(JSON_OPERATIONS)(
+    '%s: declared by Content-Length and never sent → invalid_response at once (the header is trusted), one request',
+    async (operation) => {
+      const { connector, server } = await rig(declaredOversizedJson(10 * LIMIT, OK_BODY[operation].status), { limits: { maxJsonResponseBytes: LIMIT } });
+      const result = await invokeValid(connector, operation, { context: { deadline: soon(5_000) } });
+      expectError(result, {
+        code: 'invalid_response',
+        category: 'connector',
+        retryable: false,
+        uncertain: !isRead(operation),
+        remote_status: OK_BODY[operation].status,
+      });
+      expect(result.output).toBeUndefined();
+      expect(server.requests).toHaveLength(1);
+      expect(await server.requestConnectionClosed(0)).toEqual({ byClient: true });
+    },
+  );
 
   it.each(JSON_OPERATIONS)('%s: sent in full with Content-Length → invalid_response, one request', async (operation) => {
     const { connector, server } = await rig(oversizedJsonWithLength(2 * LIMIT, OK_BODY[operation].status), { limits: { maxJsonResponseBytes: LIMIT } });
     const result = await invokeValid(connector, operation);
-    expectError(result, { code: 'invalid_response', category: 'connector', retryable: false, uncertain: !isRead(operation), remote_status: OK_BODY[operation].status });
+    expectError(result, {
+      code: 'invalid_response',
+      category: 'connector',
+      retryable: false,
+      uncertain: !isRead(operation),
+      remote_status: OK_BODY[operation].status,
+    });
     expect(server.requests).toHaveLength(1);
   });
 
-  it.each(JSON_OPERATIONS)('%s: chunked without Content-Length and never ending → invalid_response once past the limit, the connection closed', async (operation) => {
-    // 4 KiB every 5 ms: without counting, only the 5 s deadline would end the call.
-    const { connector, server } = await rig(endlessChunkedJson(4096, 5, OK_BODY[operation].status), { limits: { maxJsonResponseBytes: LIMIT } });
-    const result = await invokeValid(connector, operation, { context: { deadline: soon(5_000) } });
-    expectError(result, { code: 'invalid_response', category: 'connector', retryable: false, uncertain: !isRead(operation), remote_status: OK_BODY[operation].status });
-    expect(server.requests).toHaveLength(1);
-    expect(await server.requestConnectionClosed(0)).toEqual({ byClient: true });
-  });
+  it.each(JSON_OPERATIONS)(
+    '%s: chunked without Content-Length and never ending → invalid_response once past the limit, the connection closed',
+    async (operation) => {
+      // 4 KiB every 5 ms: without counting, only the 5 s deadline would end the call.
+      const { connector, server } = await rig(endlessChunkedJson(4096, 5, OK_BODY[operation].status), { limits: { maxJsonResponseBytes: LIMIT } });
+      const result = await invokeValid(connector, operation, { context: { deadline: soon(5_000) } });
+      expectError(result, {
+        code: 'invalid_response',
+        category: 'connector',
+        retryable: false,
+        uncertain: !isRead(operation),
+        remote_status: OK_BODY[operation].status,
+      });
+      expect(server.requests).toHaveLength(1);
+      expect(await server.requestConnectionClosed(0)).toEqual({ byClient: true });
+    },
+  );
 });
 
 describe('invalid UTF-8', () => {
@@ -253,14 +279,22 @@ describe('invalid UTF-8', () => {
   it.each(JSON_OPERATIONS)('%s: a 2xx JSON body with an invalid byte → invalid_response, one request', async (operation) => {
     const { connector, server } = await rig((exchange) => exchange.respond(OK_BODY[operation].status, withBadByte(operation), { 'Content-Type': JSON_TYPE }));
     const result = await invokeValid(connector, operation);
-    expectError(result, { code: 'invalid_response', category: 'connector', retryable: false, uncertain: !isRead(operation), remote_status: OK_BODY[operation].status });
+    expectError(result, {
+      code: 'invalid_response',
+      category: 'connector',
+      retryable: false,
+      uncertain: !isRead(operation),
+      remote_status: OK_BODY[operation].status,
+    });
     expect(result.output).toBeUndefined();
     expect(server.requests).toHaveLength(1);
   });
 
   it('run_events: a lead byte in one write and a bad continuation in the next → invalid_response after the good event', async () => {
     const good = frame({ event: 'message.delta', delta: 'ok' });
-    const { result, chunks, output } = await readEvents(sseChunks([Buffer.from(`${good}data: {"event": "message.delta", "delta": "`), Buffer.of(0xc3), Buffer.from('("}\n\n')]));
+    const { result, chunks, output } = await readEvents(
+      sseChunks([Buffer.from(`${good}data: {"event": "message.delta", "delta": "`), Buffer.of(0xc3), Buffer.from('("}\n\n')]),
+    );
     expectError(result, { code: 'invalid_response', category: 'connector', retryable: false, uncertain: false, remote_status: 200 });
     expect(output?.events.map((event) => event.event)).toEqual(['message.delta']);
     expect(chunks.map((chunk) => chunk.kind)).toEqual(['data', 'error']);
@@ -269,11 +303,14 @@ describe('invalid UTF-8', () => {
 
 describe('provider JSON nested deeper than 256 levels', () => {
   /** The operation's 2xx body with an `output` member that brings the whole value to `depth` levels. */
-  const nestedBody = (operation: Operation, depth: number) => JSON.stringify({ ...OK_BODY[operation].body, output: '@' }).replace('"@"', `${'['.repeat(depth - 1)}${']'.repeat(depth - 1)}`);
+  const nestedBody = (operation: Operation, depth: number) =>
+    JSON.stringify({ ...OK_BODY[operation].body, output: '@' }).replace('"@"', `${'['.repeat(depth - 1)}${']'.repeat(depth - 1)}`);
 
   it.each(JSON_OPERATIONS)('%s: 256 levels are used; 257 → invalid_response (uncertain for mutations)', async (operation) => {
     const { status } = OK_BODY[operation];
-    const { connector } = await rig((exchange) => exchange.respond(status, nestedBody(operation, exchange.request.headers['x-aip-trace-id'] === 'deep' ? 257 : 256), { 'Content-Type': JSON_TYPE }));
+    const { connector } = await rig((exchange) =>
+      exchange.respond(status, nestedBody(operation, exchange.request.headers['x-aip-trace-id'] === 'deep' ? 257 : 256), { 'Content-Type': JSON_TYPE }),
+    );
     expect((await invokeValid(connector, operation)).status).toBe('completed');
     const deep = await invokeValid(connector, operation, { context: { traceId: 'deep' } });
     expectError(deep, { code: 'invalid_response', category: 'connector', retryable: false, uncertain: !isRead(operation), remote_status: status });
@@ -282,7 +319,9 @@ describe('provider JSON nested deeper than 256 levels', () => {
 
   it('run_status: a 16 MiB body of brackets → invalid_response, and the result can be serialised', async () => {
     const half = 8 * 1024 * 1024 - 64;
-    const { connector } = await rig((exchange) => exchange.respond(200, `{"run_id": "r", "status": "running", "output": ${'['.repeat(half)}${']'.repeat(half)}}`, { 'Content-Type': JSON_TYPE }));
+    const { connector } = await rig((exchange) =>
+      exchange.respond(200, `{"run_id": "r", "status": "running", "output": ${'['.repeat(half)}${']'.repeat(half)}}`, { 'Content-Type': JSON_TYPE }),
+    );
     const result = await invokeValid(connector, 'run_status', { context: { deadline: soon(15_000) } });
     expectError(result, { code: 'invalid_response', retryable: false, uncertain: false, remote_status: 200 });
     expect(() => JSON.stringify(result)).not.toThrow();
@@ -315,8 +354,8 @@ describe('redirects to another origin are never followed', () => {
   });
 
   it('a redirect to the same origin is not followed either', async () => {
-    const { connector, server } = await rig(
-      (exchange) => (exchange.request.target.startsWith('/elsewhere') ? respondJson(200, OK_BODY.run_status.body)(exchange) : redirectTo(307, '/elsewhere')(exchange)),
+    const { connector, server } = await rig((exchange) =>
+      exchange.request.target.startsWith('/elsewhere') ? respondJson(200, OK_BODY.run_status.body)(exchange) : redirectTo(307, '/elsewhere')(exchange),
     );
     const result = await invokeValid(connector, 'run_status');
     expectError(result, { code: 'remote_rejected', retryable: false, uncertain: false, remote_status: 307 });
@@ -337,22 +376,28 @@ describe('200 with a wrong content type', () => {
     },
   );
 
-  it.each(['text/plain', 'application/json', 'text/html; charset=utf-8', 'text/event-streamx', 'text/event-stream-v2; charset=utf-8'])('run_events answered %j with valid SSE bytes → invalid_response, no event used', async (type) => {
-    const body = `${frame({ event: 'message.delta', delta: 'hi' })}${frame({ event: 'run.completed', output: 'hi' })}`;
-    const { result, chunks, server } = await readEvents((exchange) => exchange.respond(200, body, { 'Content-Type': type }));
-    expectError(result, { code: 'invalid_response', category: 'connector', retryable: false, uncertain: false, remote_status: 200 });
-    expect(server.requests).toHaveLength(1);
-    expect(chunks.map((chunk) => chunk.kind)).toEqual(['error']);
-  });
+  it.each(['text/plain', 'application/json', 'text/html; charset=utf-8', 'text/event-streamx', 'text/event-stream-v2; charset=utf-8'])(
+    'run_events answered %j with valid SSE bytes → invalid_response, no event used',
+    async (type) => {
+      const body = `${frame({ event: 'message.delta', delta: 'hi' })}${frame({ event: 'run.completed', output: 'hi' })}`;
+      const { result, chunks, server } = await readEvents((exchange) => exchange.respond(200, body, { 'Content-Type': type }));
+      expectError(result, { code: 'invalid_response', category: 'connector', retryable: false, uncertain: false, remote_status: 200 });
+      expect(server.requests).toHaveLength(1);
+      expect(chunks.map((chunk) => chunk.kind)).toEqual(['error']);
+    },
+  );
 });
 
 describe('event-stream content types that are the same media type', () => {
-  it.each(['text/event-stream; charset=utf-8', 'TEXT/Event-Stream', 'text/event-stream ;charset=utf-8'])('run_events answered %j reads the stream', async (type) => {
-    const body = `${frame({ event: 'message.delta', delta: 'hi' })}${frame({ event: 'run.completed', output: 'hi' })}`;
-    const { result, chunks } = await readEvents((exchange) => exchange.respond(200, body, { 'Content-Type': type }));
-    expect(result.status).toBe('completed');
-    expect(chunks.map((chunk) => chunk.kind)).toEqual(['data', 'done']);
-  });
+  it.each(['text/event-stream; charset=utf-8', 'TEXT/Event-Stream', 'text/event-stream ;charset=utf-8'])(
+    'run_events answered %j reads the stream',
+    async (type) => {
+      const body = `${frame({ event: 'message.delta', delta: 'hi' })}${frame({ event: 'run.completed', output: 'hi' })}`;
+      const { result, chunks } = await readEvents((exchange) => exchange.respond(200, body, { 'Content-Type': type }));
+      expect(result.status).toBe('completed');
+      expect(chunks.map((chunk) => chunk.kind)).toEqual(['data', 'done']);
+    },
+  );
 });
 
 describe('keepalive comments', () => {
@@ -383,7 +428,10 @@ describe('keepalive comments', () => {
   });
 
   it('forever, past the stream byte limit: invalid_response (comments count), the stream closed', async () => {
-    const { result, chunks, server } = await readEvents(keepalives(1), { deadline: soon(5_000), limits: { maxStreamResponseBytes: 2048, maxSseFrameBytes: 1024 } });
+    const { result, chunks, server } = await readEvents(keepalives(1), {
+      deadline: soon(5_000),
+      limits: { maxStreamResponseBytes: 2048, maxSseFrameBytes: 1024 },
+    });
     expectError(result, { code: 'invalid_response', category: 'connector', retryable: false, uncertain: false, remote_status: 200 });
     expect(server.requests).toHaveLength(1);
     expectOneFinalChunk(chunks, 'error');
@@ -482,7 +530,6 @@ async function waitFor(check: () => boolean, attempts = 500): Promise<void> {
   }
   throw new Error('condition never held');
 }
-
 
 describe('a ledger that fails', () => {
   it('reconcile(): the rejection reaches its caller only, never as an unhandled rejection', async () => {

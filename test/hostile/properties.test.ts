@@ -19,7 +19,20 @@ import type { AipActionResult, AipStreamChunk, ExecutionContext, HermesConnector
 import { byRoute, respondJson, respondNotFound, respondStatus, sseChunks } from '../helpers/fault-server.js';
 import { assertMatches, schemaValidator } from '../helpers/schema-check.js';
 import { splitAt } from '../helpers/split.js';
-import { MUTATIONS, OPERATIONS, PREFIX, cap, expectError, expectOneFinalChunk, grantFor, nextId, prototypeKeys, rigFactory, validInput, type Operation } from './support.js';
+import {
+  MUTATIONS,
+  OPERATIONS,
+  PREFIX,
+  cap,
+  expectError,
+  expectOneFinalChunk,
+  grantFor,
+  nextId,
+  prototypeKeys,
+  rigFactory,
+  validInput,
+  type Operation,
+} from './support.js';
 
 const SEED = 20261130;
 const { rig } = rigFactory();
@@ -39,7 +52,9 @@ type Expected = { kind: 'refused'; code: string } | { kind: 'sent' } | { kind: '
 const refused = (code: string): Expected => ({ kind: 'refused', code });
 
 const validAction = schemaValidator('aip/action.schema.json');
-const inputValidators = Object.fromEntries(OPERATIONS.map((operation) => [operation, schemaValidator(`operations/${operation}.input.schema.json`)])) as unknown as Record<Operation, (value: unknown) => boolean>;
+const inputValidators = Object.fromEntries(
+  OPERATIONS.map((operation) => [operation, schemaValidator(`operations/${operation}.input.schema.json`)]),
+) as unknown as Record<Operation, (value: unknown) => boolean>;
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -72,7 +87,10 @@ function contextAccepted(context: unknown): boolean {
     if (context[field] !== undefined && typeof context[field] !== 'string') return false;
   }
   const actor = context.actor as Record<string, unknown> | null | undefined;
-  if (actor !== undefined && (typeof actor !== 'object' || actor === null || typeof actor.principalId !== 'string' || (actor.issuer !== undefined && typeof actor.issuer !== 'string'))) {
+  if (
+    actor !== undefined &&
+    (typeof actor !== 'object' || actor === null || typeof actor.principalId !== 'string' || (actor.issuer !== undefined && typeof actor.issuer !== 'string'))
+  ) {
     return false;
   }
   if (context.deadline !== undefined && (typeof context.deadline !== 'number' || !Number.isFinite(context.deadline))) return false;
@@ -157,10 +175,12 @@ function judge(rawAction: unknown, context: unknown, hostCancellation: boolean):
   if (key !== undefined && key !== '' && !KEY_FORMAT.test(key)) return refused('invalid_input');
   if (MUTATIONS.includes(operation) && (key === undefined || key === '')) return refused('idempotency_key_required');
   const ctx = (context ?? {}) as ExecutionContext;
-  if (!hostCancellation && (operation === 'run_approval' || operation === 'run_stop') && !grantAccepted(ctx.approval, record.input)) return refused('approval_required');
+  if (!hostCancellation && (operation === 'run_approval' || operation === 'run_stop') && !grantAccepted(ctx.approval, record.input))
+    return refused('approval_required');
   if (ctx.signal?.aborted) return refused('cancelled');
   if (ctx.deadline !== undefined && ctx.deadline <= Date.now()) return refused('deadline_exceeded');
-  if (operation === 'run_start' && Buffer.byteLength(JSON.stringify((record.input as Record<string, unknown>).body)) > BODY_LIMIT) return refused('invalid_input');
+  if (operation === 'run_start' && Buffer.byteLength(JSON.stringify((record.input as Record<string, unknown>).body)) > BODY_LIMIT)
+    return refused('invalid_input');
   if (!headersAccepted(record, ctx, operation)) return refused('invalid_input');
   return { kind: 'sent' };
 }
@@ -208,7 +228,22 @@ function expectJudged(result: AipActionResult | null, expected: Expected, reques
 // ---- generators ---------------------------------------------------------------------------
 
 const pollutionKey = fc.constantFrom('__proto__', 'constructor', 'prototype', 'toString', 'valueOf', 'hasOwnProperty', 'toJSON', 'then');
-const fieldKey = fc.constantFrom('id', 'capability_id', 'input', 'idempotency_key', 'delegation_chain', 'run_id', 'body', 'tenantId', 'actor', 'deadline', 'signal', 'approval', 'onChunk', 'traceId');
+const fieldKey = fc.constantFrom(
+  'id',
+  'capability_id',
+  'input',
+  'idempotency_key',
+  'delegation_chain',
+  'run_id',
+  'body',
+  'tenantId',
+  'actor',
+  'deadline',
+  'signal',
+  'approval',
+  'onChunk',
+  'traceId',
+);
 const anyKey = fc.oneof(fc.string({ maxLength: 8 }), pollutionKey, fieldKey);
 const anything = fc.anything({
   key: anyKey,
@@ -222,10 +257,28 @@ const anything = fc.anything({
   withTypedArray: true,
   withDate: true,
 });
-const huge = fc.tuple(fc.constantFrom('a', 'é', '😀', ' ', '/', '%', '\u0000'), fc.integer({ min: 200, max: 200_000 })).map(([char, count]) => char.repeat(count));
+const huge = fc
+  .tuple(fc.constantFrom('a', 'é', '😀', ' ', '/', '%', '\u0000'), fc.integer({ min: 200, max: 200_000 }))
+  .map(([char, count]) => char.repeat(count));
 const hostileString = fc.oneof(
   fc.string({ unit: 'binary', maxLength: 40 }),
-  fc.constantFrom('', ' ', '.', '..', '\r\n', 'a\r\nX-Injected: 1', '\u0000', '\ud800', 'é', '😀', '__proto__', 'constructor', 'x'.repeat(255), 'x'.repeat(256), 'y'.repeat(513)),
+  fc.constantFrom(
+    '',
+    ' ',
+    '.',
+    '..',
+    '\r\n',
+    'a\r\nX-Injected: 1',
+    '\u0000',
+    '\ud800',
+    'é',
+    '😀',
+    '__proto__',
+    'constructor',
+    'x'.repeat(255),
+    'x'.repeat(256),
+    'y'.repeat(513),
+  ),
   huge,
 );
 /** Extra keys for a plain object, prototype-pollution names included (spread, so `__proto__` stays an own key). */
@@ -250,7 +303,20 @@ function inputArb(operation: Operation): fc.Arbitrary<unknown> {
         return fc
           .record({
             body: fc.oneof(
-              { weight: 4, arbitrary: fc.record({ input: fc.oneof(fc.constant<unknown>('hello'), fc.constantFrom<unknown>('', [], [{}], [{ content: '' }], [{ role: 'user', content: 'x' }], [{ content: [] }], 42, null), huge, anything), extra: extraKeys }).map(({ input, extra }) => ({ ...extra, ...compact({ input }) })) },
+              {
+                weight: 4,
+                arbitrary: fc
+                  .record({
+                    input: fc.oneof(
+                      fc.constant<unknown>('hello'),
+                      fc.constantFrom<unknown>('', [], [{}], [{ content: '' }], [{ role: 'user', content: 'x' }], [{ content: [] }], 42, null),
+                      huge,
+                      anything,
+                    ),
+                    extra: extraKeys,
+                  })
+                  .map(({ input, extra }) => ({ ...extra, ...compact({ input }) })),
+              },
               anything,
             ),
             session_key: optional(hostileString),
@@ -259,18 +325,27 @@ function inputArb(operation: Operation): fc.Arbitrary<unknown> {
           .map(({ body, session_key, extra }) => ({ ...(extra ?? {}), ...compact({ body, session_key }) }));
       case 'run_events':
         return fc
-          .record({ run_id: runIdArb, max_events: optional(fc.oneof(fc.constantFrom<unknown>(0, 1, 4096, 100_000, 100_001, -1, 1.5, '5', Number.NaN), anything)) })
+          .record({
+            run_id: runIdArb,
+            max_events: optional(fc.oneof(fc.constantFrom<unknown>(0, 1, 4096, 100_000, 100_001, -1, 1.5, '5', Number.NaN), anything)),
+          })
           .map((fields) => compact(fields));
       case 'run_approval':
         return fc
           .record({
             run_id: runIdArb,
-            choice: fc.oneof(fc.constantFrom<unknown>('once', 'session', 'always', 'deny', 'approve', 'allow', 'approved', 'ONCE', ''), hostileString, anything),
+            choice: fc.oneof(
+              fc.constantFrom<unknown>('once', 'session', 'always', 'deny', 'approve', 'allow', 'approved', 'ONCE', ''),
+              hostileString,
+              anything,
+            ),
             resolve_all: optional(fc.oneof(fc.boolean(), fc.constantFrom<unknown>('true', 1), anything)),
           })
           .map((fields) => compact(fields));
       default:
-        return fc.record({ run_id: runIdArb, extra: fc.option(extraKeys, { nil: undefined, freq: 4 }) }).map(({ run_id, extra }) => ({ ...(extra ?? {}), ...compact({ run_id }) }));
+        return fc
+          .record({ run_id: runIdArb, extra: fc.option(extraKeys, { nil: undefined, freq: 4 }) })
+          .map(({ run_id, extra }) => ({ ...(extra ?? {}), ...compact({ run_id }) }));
     }
   })();
   return fc.oneof({ weight: 4, arbitrary: mutated }, anything);
@@ -309,8 +384,14 @@ const contextFieldValues: Record<string, fc.Arbitrary<unknown>> = {
   tenantId: fc.oneof(hostileString, anything),
   traceId: fc.oneof(hostileString, anything),
   sessionId: fc.oneof(hostileString, anything),
-  actor: fc.oneof(fc.record({ principalId: fc.oneof(hostileString, anything), issuer: optional(fc.oneof(hostileString, anything)) }).map((actor) => compact(actor)), anything),
-  deadline: fc.oneof(fc.constantFrom<unknown>(FUTURE, PAST, -1, Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, String(FUTURE), 1e300), anything),
+  actor: fc.oneof(
+    fc.record({ principalId: fc.oneof(hostileString, anything), issuer: optional(fc.oneof(hostileString, anything)) }).map((actor) => compact(actor)),
+    anything,
+  ),
+  deadline: fc.oneof(
+    fc.constantFrom<unknown>(FUTURE, PAST, -1, Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, String(FUTURE), 1e300),
+    anything,
+  ),
   signal: fc.oneof(fc.constantFrom<unknown>('fresh', 'aborted'), anything),
   onChunk: fc.oneof(fc.constant<unknown>('function'), anything),
 };
@@ -337,7 +418,20 @@ interface Case {
 }
 
 /** Where the hostile value goes: nowhere, one field of the action or context, or everywhere at once. */
-type Target = 'none' | 'whole-action' | 'id' | 'capability' | 'input' | 'key' | 'chain' | 'extra' | 'whole-context' | 'context-field' | 'context-extra' | 'grant' | 'everywhere';
+type Target =
+  | 'none'
+  | 'whole-action'
+  | 'id'
+  | 'capability'
+  | 'input'
+  | 'key'
+  | 'chain'
+  | 'extra'
+  | 'whole-context'
+  | 'context-field'
+  | 'context-extra'
+  | 'grant'
+  | 'everywhere';
 
 const everywhere = fc.record({
   id: fc.oneof(hostileString, anything),
@@ -355,7 +449,23 @@ const everywhere = fc.record({
 const caseArb: fc.Arbitrary<Case> = fc
   .record({
     operation: fc.constantFrom(...OPERATIONS),
-    target: fc.constantFrom<Target>('none', 'whole-action', 'id', 'capability', 'input', 'input', 'key', 'chain', 'extra', 'whole-context', 'context-field', 'context-field', 'context-extra', 'grant', 'everywhere'),
+    target: fc.constantFrom<Target>(
+      'none',
+      'whole-action',
+      'id',
+      'capability',
+      'input',
+      'input',
+      'key',
+      'chain',
+      'extra',
+      'whole-context',
+      'context-field',
+      'context-field',
+      'context-extra',
+      'grant',
+      'everywhere',
+    ),
     field: fc.constantFrom(...CONTEXT_FIELDS),
   })
   .chain(({ operation, target, field }) =>
@@ -398,7 +508,10 @@ const caseArb: fc.Arbitrary<Case> = fc
       .map(({ hostile, input: hostileInput }): Case => {
         if (target === 'whole-action') return { operation, action: hostile, context: undefined };
         const input = target === 'input' || target === 'everywhere' ? hostileInput : validInput(operation);
-        const all = target === 'everywhere' ? (hostile as { id: unknown; capability: unknown; key: unknown; chain: unknown; extra: Record<string, unknown>; context: unknown }) : undefined;
+        const all =
+          target === 'everywhere'
+            ? (hostile as { id: unknown; capability: unknown; key: unknown; chain: unknown; extra: Record<string, unknown>; context: unknown })
+            : undefined;
         const action = {
           ...(target === 'extra' ? (hostile as Record<string, unknown>) : (all?.extra ?? {})),
           ...compact({
@@ -412,9 +525,15 @@ const caseArb: fc.Arbitrary<Case> = fc
         if (target === 'whole-context') return { operation, action, context: hostile };
         if (all) return { operation, action, context: all.context };
         const context: Record<string, unknown> = { ...(target === 'context-extra' ? (hostile as Record<string, unknown>) : {}), ...validContext() };
-        if (target === 'context-field') Object.defineProperty(context, field, { value: contextValue(field, hostile), enumerable: true, writable: true, configurable: true });
+        if (target === 'context-field')
+          Object.defineProperty(context, field, { value: contextValue(field, hostile), enumerable: true, writable: true, configurable: true });
         if (operation === 'run_approval' || operation === 'run_stop') {
-          Object.defineProperty(context, 'approval', { value: buildGrant(target === 'grant' ? (hostile as GrantChoice) : 'valid', input), enumerable: true, writable: true, configurable: true });
+          Object.defineProperty(context, 'approval', {
+            value: buildGrant(target === 'grant' ? (hostile as GrantChoice) : 'valid', input),
+            enumerable: true,
+            writable: true,
+            configurable: true,
+          });
         }
         return { operation, action, context };
       }),
@@ -464,20 +583,31 @@ describe('arbitrary actions and contexts', () => {
       const expected = judge(action, context, false);
       seen.add(expected.kind === 'refused' ? expected.code : expected.kind);
     }
-    expect([...seen].sort()).toEqual(['approval_required', 'cancelled', 'deadline_exceeded', 'idempotency_key_required', 'invalid_input', 'sent', 'unsupported_capability']);
+    expect([...seen].sort()).toEqual([
+      'approval_required',
+      'cancelled',
+      'deadline_exceeded',
+      'idempotency_key_required',
+      'invalid_input',
+      'sent',
+      'unsupported_capability',
+    ]);
   });
 });
 
 describe('cancel() of values that are not actions', () => {
-  it.each([[null], [undefined], [42], ['cap:hermes_agent:hostile:run_events'], [[]]])('cancel(%j) answers like invoke(): invalid_input, no request', async (action) => {
-    const { connector, requests } = await rig(respondNotFound);
-    const invoked = await connector.invoke(action as never);
-    const cancelled = await connector.cancel(action as never);
-    expect(invoked.error?.code).toBe(`${PREFIX}invalid_input`);
-    expect(cancelled).not.toBeNull();
-    expectError(cancelled as AipActionResult, { code: 'invalid_input', retryable: false, uncertain: false });
-    expect(requests()).toBe(0);
-  });
+  it.each([[null], [undefined], [42], ['cap:hermes_agent:hostile:run_events'], [[]]])(
+    'cancel(%j) answers like invoke(): invalid_input, no request',
+    async (action) => {
+      const { connector, requests } = await rig(respondNotFound);
+      const invoked = await connector.invoke(action as never);
+      const cancelled = await connector.cancel(action as never);
+      expect(invoked.error?.code).toBe(`${PREFIX}invalid_input`);
+      expect(cancelled).not.toBeNull();
+      expectError(cancelled as AipActionResult, { code: 'invalid_input', retryable: false, uncertain: false });
+      expect(requests()).toBe(0);
+    },
+  );
 });
 
 describe('cancel() never performs the action it cancels', () => {
@@ -488,15 +618,20 @@ describe('cancel() never performs the action it cancels', () => {
   ];
   const cases = OPERATIONS.flatMap((operation) => disguises.map(([how, disguise]) => [operation, how, disguise] as const));
 
-  it.each(cases)('%s whose capability_id is %s: only POST …/stop may leave, never the operation itself (no approval bypass)', async (operation, _how, disguise) => {
-    const { connector, server } = await rig(respondJson(200, { run_id: `run_${'d'.repeat(32)}`, status: 'stopping' }));
-    const input = operation === 'run_start' ? { body: { input: 'hello' } } : { ...validInput(operation) };
-    const action = { id: nextId(), capability_id: disguise(cap(operation)), input, idempotency_key: nextId('key') };
-    const result = await connector.cancel(action as never, {});
-    expect(server.requests.map((request) => `${request.method} ${request.target}`)).toEqual(operation === 'run_start' ? [] : [`POST /v1/runs/run_${'a'.repeat(32)}/stop`]);
-    if (operation === 'run_start') expect(result).toBeNull();
-    else expect(result?.status, JSON.stringify(result?.error)).toBe('completed');
-  });
+  it.each(cases)(
+    '%s whose capability_id is %s: only POST …/stop may leave, never the operation itself (no approval bypass)',
+    async (operation, _how, disguise) => {
+      const { connector, server } = await rig(respondJson(200, { run_id: `run_${'d'.repeat(32)}`, status: 'stopping' }));
+      const input = operation === 'run_start' ? { body: { input: 'hello' } } : { ...validInput(operation) };
+      const action = { id: nextId(), capability_id: disguise(cap(operation)), input, idempotency_key: nextId('key') };
+      const result = await connector.cancel(action as never, {});
+      expect(server.requests.map((request) => `${request.method} ${request.target}`)).toEqual(
+        operation === 'run_start' ? [] : [`POST /v1/runs/run_${'a'.repeat(32)}/stop`],
+      );
+      if (operation === 'run_start') expect(result).toBeNull();
+      else expect(result?.status, JSON.stringify(result?.error)).toBe('completed');
+    },
+  );
 });
 
 describe('action_id of an action whose id is not a plain string', () => {
@@ -534,7 +669,38 @@ describe('run_id', () => {
   const runIdString = fc.oneof(
     fc.string({ unit: 'binary', maxLength: 60 }),
     fc.string({ unit: 'grapheme', maxLength: 60 }),
-    fc.array(fc.constantFrom('.', '/', '%', '%2F', '%2e', '?', '#', ' ', '+', '&', '=', ';', '\\', '..', 'é', '😀', '\ud800', '\udc00', '\u0000', '\u007f', '\u0085', '\u2028', '\r', '\n', 'a'), { maxLength: 12 }).map((parts) => parts.join('')),
+    fc
+      .array(
+        fc.constantFrom(
+          '.',
+          '/',
+          '%',
+          '%2F',
+          '%2e',
+          '?',
+          '#',
+          ' ',
+          '+',
+          '&',
+          '=',
+          ';',
+          '\\',
+          '..',
+          'é',
+          '😀',
+          '\ud800',
+          '\udc00',
+          '\u0000',
+          '\u007f',
+          '\u0085',
+          '\u2028',
+          '\r',
+          '\n',
+          'a',
+        ),
+        { maxLength: 12 },
+      )
+      .map((parts) => parts.join('')),
     fc.tuple(fc.constantFrom('a', 'é', '😀', '€'), fc.integer({ min: 120, max: 520 })).map(([char, count]) => char.repeat(count)),
     fc.constantFrom('', '.', '..', '...', './', '/..', '%2e%2e'),
   );
@@ -545,7 +711,12 @@ describe('run_id', () => {
       fc.asyncProperty(runIdString, fc.constantFrom('run_status', 'run_events', 'run_approval', 'run_stop'), async (runId, operation) => {
         const input: Record<string, unknown> = operation === 'run_approval' ? { run_id: runId, choice: 'deny' } : { run_id: runId };
         const before = requests();
-        const action = { id: nextId(), capability_id: cap(operation), input, ...(operation === 'run_approval' || operation === 'run_stop' ? { idempotency_key: nextId('key') } : {}) };
+        const action = {
+          id: nextId(),
+          capability_id: cap(operation),
+          input,
+          ...(operation === 'run_approval' || operation === 'run_stop' ? { idempotency_key: nextId('key') } : {}),
+        };
         const result = await connector.invoke(action, { approval: grantFor(input) });
         const sent = server.requests.slice(before);
         if (!runIdAccepted(runId)) {
@@ -579,7 +750,13 @@ interface Frame {
 }
 
 const sseText = fc
-  .array(fc.oneof(fc.constantFrom('é', '😀', '€', '日本', 'a', ' ', '"', '\\', '\t', '\u2028', '\r', '\n', ':', 'data: '), fc.string({ unit: 'grapheme', maxLength: 6 })), { maxLength: 10 })
+  .array(
+    fc.oneof(
+      fc.constantFrom('é', '😀', '€', '日本', 'a', ' ', '"', '\\', '\t', '\u2028', '\r', '\n', ':', 'data: '),
+      fc.string({ unit: 'grapheme', maxLength: 6 }),
+    ),
+    { maxLength: 10 },
+  )
   .map((parts) => parts.join(''));
 const frameArb: fc.Arbitrary<Frame> = fc.record({
   kind: fc.constantFrom<'event' | 'comment'>('event', 'event', 'event', 'comment'),
@@ -597,7 +774,10 @@ function encodeJson(value: unknown, rawUtf8: boolean): string {
 }
 
 /** The stream's bytes and the events a correct reader must report. */
-function serializeStream(frames: Frame[], final: { text: string; ending: Frame['ending'] }): { bytes: Buffer; events: Array<{ event: string; data: Record<string, unknown>; id?: string }> } {
+function serializeStream(
+  frames: Frame[],
+  final: { text: string; ending: Frame['ending'] },
+): { bytes: Buffer; events: Array<{ event: string; data: Record<string, unknown>; id?: string }> } {
   let text = '';
   const events: Array<{ event: string; data: Record<string, unknown>; id?: string }> = [];
   frames.forEach((frame, index) => {
@@ -611,7 +791,13 @@ function serializeStream(frames: Frame[], final: { text: string; ending: Frame['
     text += `data: ${encodeJson(data, frame.rawUtf8)}${e}${e}`;
     events.push(frame.id === null ? { event: frame.name, data } : { event: frame.name, data, id: frame.id });
   });
-  const done = { event: 'run.completed', run_id: 'run_split', timestamp: 1751790099.25, output: final.text, usage: { input_tokens: 1, output_tokens: 2, total_tokens: 3 } };
+  const done = {
+    event: 'run.completed',
+    run_id: 'run_split',
+    timestamp: 1751790099.25,
+    output: final.text,
+    usage: { input_tokens: 1, output_tokens: 2, total_tokens: 3 },
+  };
   text += `data: ${encodeJson(done, true)}${final.ending}${final.ending}: stream closed\n\n`;
   events.push({ event: 'run.completed', data: done });
   return { bytes: Buffer.from(text, 'utf8'), events };
@@ -696,7 +882,11 @@ describe('bytes after the end of reading', () => {
   );
 
   /** The result and chunks of one run_events read of these writes, without what differs per call. */
-  async function readWith({ connector, server }: { connector: HermesConnector; server: { handle(handler: ReturnType<typeof byRoute>): void } }, writes: Uint8Array[], maxEvents?: number) {
+  async function readWith(
+    { connector, server }: { connector: HermesConnector; server: { handle(handler: ReturnType<typeof byRoute>): void } },
+    writes: Uint8Array[],
+    maxEvents?: number,
+  ) {
     server.handle(byRoute({ events: sseChunks(writes), status: respondStatus('running') }));
     const chunks: AipStreamChunk[] = [];
     const input = maxEvents === undefined ? { run_id: 'run_tail' } : { run_id: 'run_tail', max_events: maxEvents };
@@ -716,20 +906,37 @@ describe('bytes after the end of reading', () => {
 
   it('property: every split of the same bytes gives the same result, decided by what came before the trailing bytes', async () => {
     const rigged = await rig(respondNotFound, { limits: LIMITS });
-    const expected = { 'run.completed': 'completed', 'run.cancelled': 'cancelled', 'run.failed': 'stream_failed', '[DONE]': 'stream_incomplete', max_events: 'stream_truncated' };
+    const expected = {
+      'run.completed': 'completed',
+      'run.cancelled': 'cancelled',
+      'run.failed': 'stream_failed',
+      '[DONE]': 'stream_incomplete',
+      max_events: 'stream_truncated',
+    };
     await fc.assert(
-      fc.asyncProperty(fc.array(frameArb, { maxLength: 5 }), endArb, fc.array(trailing, { minLength: 1, maxLength: 3 }), fc.array(fc.nat(), { maxLength: 12 }), async (frames, end, tail, cuts) => {
-        const { bytes: stream, events } = serializeStream(frames, { text: 'done', ending: '\n' });
-        // serializeStream ends with run.completed and a comment: put the chosen end of reading there instead.
-        const head = stream.subarray(0, stream.lastIndexOf('data: {"event":"run.completed"'));
-        const ending = end === '[DONE]' ? 'data: [DONE]\n\n' : end === 'max_events' ? 'data: {"event": "message.delta", "delta": "last"}\n\n' : `data: {"event": "${end}"}\n\n`;
-        const bytes = Buffer.concat([head, Buffer.from(ending), ...tail]);
-        const maxEvents = end === 'max_events' ? events.length : undefined;
-        const whole = await readWith(rigged, [bytes], maxEvents);
-        const split = await readWith(rigged, writesAt(bytes, cuts), maxEvents);
-        expect(whole.result.error?.code ?? whole.result.status).toBe(end.startsWith('run.c') ? expected[end] : PREFIX + expected[end]);
-        expect(split).toStrictEqual(whole);
-      }),
+      fc.asyncProperty(
+        fc.array(frameArb, { maxLength: 5 }),
+        endArb,
+        fc.array(trailing, { minLength: 1, maxLength: 3 }),
+        fc.array(fc.nat(), { maxLength: 12 }),
+        async (frames, end, tail, cuts) => {
+          const { bytes: stream, events } = serializeStream(frames, { text: 'done', ending: '\n' });
+          // serializeStream ends with run.completed and a comment: put the chosen end of reading there instead.
+          const head = stream.subarray(0, stream.lastIndexOf('data: {"event":"run.completed"'));
+          const ending =
+            end === '[DONE]'
+              ? 'data: [DONE]\n\n'
+              : end === 'max_events'
+                ? 'data: {"event": "message.delta", "delta": "last"}\n\n'
+                : `data: {"event": "${end}"}\n\n`;
+          const bytes = Buffer.concat([head, Buffer.from(ending), ...tail]);
+          const maxEvents = end === 'max_events' ? events.length : undefined;
+          const whole = await readWith(rigged, [bytes], maxEvents);
+          const split = await readWith(rigged, writesAt(bytes, cuts), maxEvents);
+          expect(whole.result.error?.code ?? whole.result.status).toBe(end.startsWith('run.c') ? expected[end] : PREFIX + expected[end]);
+          expect(split).toStrictEqual(whole);
+        },
+      ),
       { seed: SEED + 5, numRuns: 150 },
     );
   }, 120_000);
@@ -785,7 +992,36 @@ function frameAccepted(data: string, eventType: string | undefined): boolean {
 
 describe('random bytes as an SSE body', () => {
   const token = fc
-    .constantFrom('data: ', 'data:', 'data', 'event: ', 'event:x', 'id: ', 'retry: x', ': keepalive', '{', '}', '[', ']', '"event"', '"delta"', '"type"', '"run.status"', ':', ',', '[DONE]', '\n', '\r', '\r\n', '\n\n', 'é', '😀', 'null', '1', ' ')
+    .constantFrom(
+      'data: ',
+      'data:',
+      'data',
+      'event: ',
+      'event:x',
+      'id: ',
+      'retry: x',
+      ': keepalive',
+      '{',
+      '}',
+      '[',
+      ']',
+      '"event"',
+      '"delta"',
+      '"type"',
+      '"run.status"',
+      ':',
+      ',',
+      '[DONE]',
+      '\n',
+      '\r',
+      '\r\n',
+      '\n\n',
+      'é',
+      '😀',
+      'null',
+      '1',
+      ' ',
+    )
     .map((text) => Buffer.from(text));
   const hostileBytes = fc.oneof(
     fc.uint8Array({ maxLength: 600 }),
@@ -811,7 +1047,10 @@ describe('random bytes as an SSE body', () => {
         server.handle(byRoute({ events: sseChunks(writesAt(bytes, cuts)), status: respondStatus('running') }));
         const chunks: AipStreamChunk[] = [];
         const before = requests();
-        const result = await connector.invoke({ id: nextId(), capability_id: cap('run_events'), input: { run_id: 'run_noise' } }, { onChunk: (chunk) => void chunks.push(chunk) });
+        const result = await connector.invoke(
+          { id: nextId(), capability_id: cap('run_events'), input: { run_id: 'run_noise' } },
+          { onChunk: (chunk) => void chunks.push(chunk) },
+        );
         assertMatches('aip/action-result.schema.json', result);
         expect(result.status).toBe('failed');
         expect([`${PREFIX}invalid_response`, `${PREFIX}stream_incomplete`]).toContain(result.error?.code);
@@ -855,12 +1094,20 @@ const nested = (levels: number) => {
   for (let level = 0; level < levels; level++) value = [value];
   return value;
 };
-const startAction = (body: Record<string, unknown>) => ({ id: nextId(), capability_id: cap('run_start'), input: { body: { input: 'hello', ...body } }, idempotency_key: nextId('key') });
+const startAction = (body: Record<string, unknown>) => ({
+  id: nextId(),
+  capability_id: cap('run_start'),
+  input: { body: { input: 'hello', ...body } },
+  idempotency_key: nextId('key'),
+});
 const statusAction = (extra: Record<string, unknown> = {}) => ({ id: nextId(), capability_id: cap('run_status'), input: { run_id: 'run_x' }, ...extra });
 const stopWithSnapshot = (snapshot: unknown) => {
   const input = { run_id: 'run_x' };
   const grant = grantFor(input);
-  return { action: { id: nextId(), capability_id: cap('run_stop'), input, idempotency_key: nextId('key') }, context: { approval: { ...grant, evidence: { ...grant.evidence, inputSnapshot: snapshot } } } };
+  return {
+    action: { id: nextId(), capability_id: cap('run_stop'), input, idempotency_key: nextId('key') },
+    context: { approval: { ...grant, evidence: { ...grant.evidence, inputSnapshot: snapshot } } },
+  };
 };
 
 interface PoisonCase {
@@ -872,20 +1119,65 @@ interface PoisonCase {
 
 const POISON: PoisonCase[] = [
   { name: 'the action is a Proxy whose every trap throws', mode: 'invoke', build: () => ({ action: hostileProxy() }), code: 'invalid_input' },
-  { name: 'action.id is a getter that throws', mode: 'invoke', build: () => ({ action: withGetter({ capability_id: cap('run_status'), input: { run_id: 'run_x' } }, 'id') }), code: 'invalid_input' },
-  { name: 'cancel(): action.capability_id is a getter that throws', mode: 'cancel', build: () => ({ action: withGetter({ id: nextId(), input: { run_id: 'run_x' } }, 'capability_id') }), code: 'invalid_input' },
+  {
+    name: 'action.id is a getter that throws',
+    mode: 'invoke',
+    build: () => ({ action: withGetter({ capability_id: cap('run_status'), input: { run_id: 'run_x' } }, 'id') }),
+    code: 'invalid_input',
+  },
+  {
+    name: 'cancel(): action.capability_id is a getter that throws',
+    mode: 'cancel',
+    build: () => ({ action: withGetter({ id: nextId(), input: { run_id: 'run_x' } }, 'capability_id') }),
+    code: 'invalid_input',
+  },
   { name: 'cancel(): the action is a Proxy whose every trap throws', mode: 'cancel', build: () => ({ action: hostileProxy() }), code: 'invalid_input' },
-  { name: 'action.input is a getter that throws', mode: 'invoke', build: () => ({ action: withGetter({ id: nextId(), capability_id: cap('run_status') }, 'input') }), code: 'invalid_input' },
-  { name: 'input.run_id is a getter that throws', mode: 'invoke', build: () => ({ action: statusAction({ input: withGetter({}, 'run_id') }) }), code: 'invalid_input' },
+  {
+    name: 'action.input is a getter that throws',
+    mode: 'invoke',
+    build: () => ({ action: withGetter({ id: nextId(), capability_id: cap('run_status') }, 'input') }),
+    code: 'invalid_input',
+  },
+  {
+    name: 'input.run_id is a getter that throws',
+    mode: 'invoke',
+    build: () => ({ action: statusAction({ input: withGetter({}, 'run_id') }) }),
+    code: 'invalid_input',
+  },
   { name: 'run_start body holds a BigInt', mode: 'invoke', build: () => ({ action: startAction({ budget: 10n }) }), code: 'invalid_input' },
   { name: 'run_start body holds a cycle', mode: 'invoke', build: () => ({ action: startAction({ metadata: cycle() }) }), code: 'invalid_input' },
-  { name: 'run_start body holds a toJSON that throws', mode: 'invoke', build: () => ({ action: startAction({ metadata: { toJSON: () => throwing('toJSON') } }) }), code: 'invalid_input' },
+  {
+    name: 'run_start body holds a toJSON that throws',
+    mode: 'invoke',
+    build: () => ({ action: startAction({ metadata: { toJSON: () => throwing('toJSON') } }) }),
+    code: 'invalid_input',
+  },
   { name: 'run_start body nested 1001 levels deep', mode: 'invoke', build: () => ({ action: startAction({ metadata: nested(1001) }) }), code: 'invalid_input' },
-  { name: 'run_start body holds a sparse array of length 2^32-1', mode: 'invoke', build: () => ({ action: startAction({ metadata: new Array(2 ** 32 - 1) }) }), code: 'invalid_input' },
+  {
+    name: 'run_start body holds a sparse array of length 2^32-1',
+    mode: 'invoke',
+    build: () => ({ action: startAction({ metadata: new Array(2 ** 32 - 1) }) }),
+    code: 'invalid_input',
+  },
   { name: 'delegation_chain holds a cycle', mode: 'invoke', build: () => ({ action: statusAction({ delegation_chain: [cycle()] }) }), code: 'invalid_input' },
-  { name: 'delegation_chain holds a BigInt', mode: 'invoke', build: () => ({ action: statusAction({ delegation_chain: [{ issued: 1n }] }) }), code: 'invalid_input' },
-  { name: 'the context is a Proxy whose every trap throws', mode: 'invoke', build: () => ({ action: statusAction(), context: hostileProxy() }), code: 'invalid_input' },
-  { name: 'context.deadline is a getter that throws', mode: 'invoke', build: () => ({ action: statusAction(), context: withGetter({}, 'deadline') }), code: 'invalid_input' },
+  {
+    name: 'delegation_chain holds a BigInt',
+    mode: 'invoke',
+    build: () => ({ action: statusAction({ delegation_chain: [{ issued: 1n }] }) }),
+    code: 'invalid_input',
+  },
+  {
+    name: 'the context is a Proxy whose every trap throws',
+    mode: 'invoke',
+    build: () => ({ action: statusAction(), context: hostileProxy() }),
+    code: 'invalid_input',
+  },
+  {
+    name: 'context.deadline is a getter that throws',
+    mode: 'invoke',
+    build: () => ({ action: statusAction(), context: withGetter({}, 'deadline') }),
+    code: 'invalid_input',
+  },
   { name: 'the approval snapshot is a cycle', mode: 'invoke', build: () => stopWithSnapshot(cycle()), code: 'approval_required' },
   { name: 'the approval snapshot holds a BigInt', mode: 'invoke', build: () => stopWithSnapshot({ run_id: 'run_x', n: 1n }), code: 'approval_required' },
   {
@@ -902,23 +1194,30 @@ describe('values that are not JSON (getters that throw, proxies, BigInt, cycles)
   beforeAll(() => void process.on('unhandledRejection', onUnhandled));
   afterAll(() => void process.off('unhandledRejection', onUnhandled));
 
-  it.each(POISON.map((poison) => [poison.name, poison] as const))('%s: resolves with the documented code, no request, no unhandled rejection', async (_name, poison) => {
-    const { connector, requests } = await rig(respondNotFound);
-    unhandled.length = 0;
-    const { action, context } = poison.build();
-    const call = poison.mode === 'invoke' ? () => connector.invoke(action as never, context as never) : () => connector.cancel(action as never, context as never);
-    let settled: { resolved: AipActionResult | null } | { rejected: string };
-    try {
-      settled = { resolved: await call() };
-    } catch (error) {
-      settled = { rejected: String(error) };
-    }
-    // Give a derived promise the turns it needs to surface as an unhandled rejection.
-    for (let turn = 0; turn < 3; turn++) await new Promise((resolve) => setImmediate(resolve));
-    expect({ settled: 'resolved' in settled ? 'resolved' : settled.rejected, unhandled: unhandled.map(String) }).toEqual({ settled: 'resolved', unhandled: [] });
-    const result = (settled as { resolved: AipActionResult | null }).resolved;
-    expect(result).not.toBeNull();
-    expectError(result as AipActionResult, { code: poison.code, retryable: false, uncertain: false });
-    expect(requests()).toBe(0);
-  });
+  it.each(POISON.map((poison) => [poison.name, poison] as const))(
+    '%s: resolves with the documented code, no request, no unhandled rejection',
+    async (_name, poison) => {
+      const { connector, requests } = await rig(respondNotFound);
+      unhandled.length = 0;
+      const { action, context } = poison.build();
+      const call =
+        poison.mode === 'invoke' ? () => connector.invoke(action as never, context as never) : () => connector.cancel(action as never, context as never);
+      let settled: { resolved: AipActionResult | null } | { rejected: string };
+      try {
+        settled = { resolved: await call() };
+      } catch (error) {
+        settled = { rejected: String(error) };
+      }
+      // Give a derived promise the turns it needs to surface as an unhandled rejection.
+      for (let turn = 0; turn < 3; turn++) await new Promise((resolve) => setImmediate(resolve));
+      expect({ settled: 'resolved' in settled ? 'resolved' : settled.rejected, unhandled: unhandled.map(String) }).toEqual({
+        settled: 'resolved',
+        unhandled: [],
+      });
+      const result = (settled as { resolved: AipActionResult | null }).resolved;
+      expect(result).not.toBeNull();
+      expectError(result as AipActionResult, { code: poison.code, retryable: false, uncertain: false });
+      expect(requests()).toBe(0);
+    },
+  );
 });

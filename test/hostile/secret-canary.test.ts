@@ -15,9 +15,27 @@ import { createServer } from 'node:net';
 import { inspect } from 'node:util';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ConnectorConfigError, createHermesConnector, type AipAction, type AipActionResult, type AipStreamChunk, type ExecutionContext, type HermesConnector } from 'aip-connector-hermes-agent';
+import {
+  ConnectorConfigError,
+  createHermesConnector,
+  type AipAction,
+  type AipActionResult,
+  type AipStreamChunk,
+  type ExecutionContext,
+  type HermesConnector,
+} from 'aip-connector-hermes-agent';
 import { startHermesSimulator, type HermesSimulator } from 'aip-connector-hermes-agent/simulator';
-import { JSON_TYPE, SSE_TYPE, byRoute, redirectTo, resetBeforeHeaders, respondStatus, startFaultServer, type FaultHandler, type FaultServer } from '../helpers/fault-server.js';
+import {
+  JSON_TYPE,
+  SSE_TYPE,
+  byRoute,
+  redirectTo,
+  resetBeforeHeaders,
+  respondStatus,
+  startFaultServer,
+  type FaultHandler,
+  type FaultServer,
+} from '../helpers/fault-server.js';
 import { grantFor, nextId, PREFIX } from './support.js';
 
 /**
@@ -126,14 +144,27 @@ async function setup(): Promise<Setup> {
   const refusedPort = await closedPort();
   const endpoint = (id: string, baseUrl: string) => ({ id, baseUrl, apiKey: CANARY_KEY, tenantId: CANARY_TENANT, displayName: `Hermes ${id}` });
   const connector = createHermesConnector({
-    endpoints: [endpoint('main', sim.url), endpoint('stale', stale.url), endpoint('hostile', hostile.url), endpoint('refused', `http://127.0.0.1:${refusedPort}`)],
+    endpoints: [
+      endpoint('main', sim.url),
+      endpoint('stale', stale.url),
+      endpoint('hostile', hostile.url),
+      endpoint('refused', `http://127.0.0.1:${refusedPort}`),
+    ],
     logger,
     limits: { maxJsonResponseBytes: 4096, sseIdleTimeoutMs: 2000 },
   });
   closers.push(() => connector.close());
   const evidence = new Evidence();
-  const trusted = (context: ExecutionContext = {}): ExecutionContext => ({ tenantId: CANARY_TENANT, traceId: 'trace-canary', actor: { principalId: 'user:canary' }, ...context });
-  const chunksFor = (actionId: string): ExecutionContext['onChunk'] => (chunk: AipStreamChunk) => evidence.add(`chunk of ${actionId}`, chunk);
+  const trusted = (context: ExecutionContext = {}): ExecutionContext => ({
+    tenantId: CANARY_TENANT,
+    traceId: 'trace-canary',
+    actor: { principalId: 'user:canary' },
+    ...context,
+  });
+  const chunksFor =
+    (actionId: string): ExecutionContext['onChunk'] =>
+    (chunk: AipStreamChunk) =>
+      evidence.add(`chunk of ${actionId}`, chunk);
   return {
     connector,
     sim,
@@ -148,10 +179,16 @@ async function setup(): Promise<Setup> {
       const onChunk = chunksFor(action.id);
       let result: AipActionResult;
       try {
-        result = await connector.invoke(action, trusted({ ...context, onChunk: async (chunk) => {
-          onChunk?.(chunk);
-          await outer?.(chunk);
-        } }));
+        result = await connector.invoke(
+          action,
+          trusted({
+            ...context,
+            onChunk: async (chunk) => {
+              onChunk?.(chunk);
+              await outer?.(chunk);
+            },
+          }),
+        );
       } catch (error) {
         evidence.add(`rejection of ${action.id}`, error);
         throw error;
@@ -177,8 +214,10 @@ describe('secret canary: the API key appears nowhere but in the Authorization he
     const codes: Record<string, unknown> = {};
     const start = async (endpoint: string, body: Record<string, unknown>, key = nextId('key'), context?: ExecutionContext) =>
       invoke({ capability_id: cap(endpoint, 'run_start'), input: { body }, idempotency_key: key }, context);
-    const status = (endpoint: string, runId: string, context?: ExecutionContext) => invoke({ capability_id: cap(endpoint, 'run_status'), input: { run_id: runId } }, context);
-    const events = (endpoint: string, runId: string, context?: ExecutionContext) => invoke({ capability_id: cap(endpoint, 'run_events'), input: { run_id: runId } }, context);
+    const status = (endpoint: string, runId: string, context?: ExecutionContext) =>
+      invoke({ capability_id: cap(endpoint, 'run_status'), input: { run_id: runId } }, context);
+    const events = (endpoint: string, runId: string, context?: ExecutionContext) =>
+      invoke({ capability_id: cap(endpoint, 'run_events'), input: { run_id: runId } }, context);
     const approve = (endpoint: string, runId: string, withGrant = true) => {
       const input = { run_id: runId, choice: 'once' };
       return invoke({ capability_id: cap(endpoint, 'run_approval'), input, idempotency_key: nextId('key') }, withGrant ? { approval: grantFor(input) } : {});
@@ -215,7 +254,9 @@ describe('secret canary: the API key appears nowhere but in the Authorization he
     codes.cancel = codeOf(await cancel({ capability_id: cap('main', 'run_events'), input: { run_id: live2 } }));
 
     // A stream cut mid-run (the approval holds the script until the reader is attached).
-    const cutRun = runIdOf(await start('main', { input: 'hi', sim_script: [{ type: 'approval', command: 'ls' }, { type: 'cut' }, { type: 'sleep', ms: 30_000 }] }));
+    const cutRun = runIdOf(
+      await start('main', { input: 'hi', sim_script: [{ type: 'approval', command: 'ls' }, { type: 'cut' }, { type: 'sleep', ms: 30_000 }] }),
+    );
     codes.cut = codeOf(
       await events('main', cutRun, {
         onChunk: async (chunk) => {
@@ -228,9 +269,19 @@ describe('secret canary: the API key appears nowhere but in the Authorization he
     codes.unauthorized = codeOf(await status('stale', runId));
     codes.not_found = codeOf(await status('main', `run_${'0'.repeat(32)}`));
     codes.conflict_409 = codeOf(await approve('main', runId));
-    sim.injectFault({ route: 'start', response: { status: 429, headers: { 'Retry-After': '1' }, body: JSON.stringify({ error: { message: 'Too many', type: 'rate_limit_error', param: null, code: 'rate_limit_exceeded' } }) } });
+    sim.injectFault({
+      route: 'start',
+      response: {
+        status: 429,
+        headers: { 'Retry-After': '1' },
+        body: JSON.stringify({ error: { message: 'Too many', type: 'rate_limit_error', param: null, code: 'rate_limit_exceeded' } }),
+      },
+    });
     codes.rate_limited = codeOf(await start('main', { input: 'hi' }));
-    sim.injectFault({ route: 'status', response: { status: 503, body: JSON.stringify({ error: { message: 'down', type: 'server_error', param: null, code: 'unavailable' } }) } });
+    sim.injectFault({
+      route: 'status',
+      response: { status: 503, body: JSON.stringify({ error: { message: 'down', type: 'server_error', param: null, code: 'unavailable' } }) },
+    });
     codes.remote_temporary = codeOf(await status('main', runId));
     sim.injectFault({ route: 'start', destroy: true });
     codes.transport_start = codeOf(await start('main', { input: 'hi' }));
@@ -312,13 +363,26 @@ describe('secret canary: the API key appears nowhere but in the Authorization he
 
   it('close() during a stream, and calls after it, leak nothing', async () => {
     const s = await setup();
-    const started = await s.invoke(
-      { capability_id: s.cap('main', 'run_start'), input: { body: { input: 'hi', sim_script: [{ type: 'delta', text: 'hi' }, { type: 'sleep', ms: 30_000 }] } }, idempotency_key: nextId('key') },
-    );
+    const started = await s.invoke({
+      capability_id: s.cap('main', 'run_start'),
+      input: {
+        body: {
+          input: 'hi',
+          sim_script: [
+            { type: 'delta', text: 'hi' },
+            { type: 'sleep', ms: 30_000 },
+          ],
+        },
+      },
+      idempotency_key: nextId('key'),
+    });
     expect(started.status, JSON.stringify(started.error)).toBe('completed');
     let streaming: () => void = () => undefined;
     const firstChunk = new Promise<void>((resolve) => (streaming = resolve));
-    const pending = s.invoke({ capability_id: s.cap('main', 'run_events'), input: { run_id: (started.output as { run_id: string }).run_id } }, { onChunk: () => streaming() });
+    const pending = s.invoke(
+      { capability_id: s.cap('main', 'run_events'), input: { run_id: (started.output as { run_id: string }).run_id } },
+      { onChunk: () => streaming() },
+    );
     await firstChunk;
     await s.connector.close();
     expect(codeOf(await pending)).toBe('cancelled');
@@ -332,7 +396,10 @@ describe('secret canary: the API key appears nowhere but in the Authorization he
 describe('secret canary: a provider that reflects the key into successful answers', () => {
   /** The key in a value, in a member name and behind JSON escapes, which only a parse reveals. */
   const reflecting = (fields: Record<string, unknown>) =>
-    JSON.stringify({ ...fields, echo: `Bearer ${CANARY_KEY}`, [CANARY_KEY]: 1, nested: [{ deep: CANARY_KEY }] }).replace(/}$/, `, "escaped": "\\u0073${CANARY_KEY.slice(1)}"}`);
+    JSON.stringify({ ...fields, echo: `Bearer ${CANARY_KEY}`, [CANARY_KEY]: 1, nested: [{ deep: CANARY_KEY }] }).replace(
+      /}$/,
+      `, "escaped": "\\u0073${CANARY_KEY.slice(1)}"}`,
+    );
   const half = CANARY_KEY.length >> 1;
   const frames = [
     { event: 'message.delta', delta: `key ${CANARY_KEY}` },
@@ -363,7 +430,10 @@ describe('secret canary: a provider that reflects the key into successful answer
     const actions: Array<[AipAction, ExecutionContext]> = [
       [{ id: nextId('reflect'), capability_id: cap('run_start'), input: { body: { input: 'hi' } }, idempotency_key: nextId('key') }, {}],
       [{ id: nextId('reflect'), capability_id: cap('run_status'), input: runInput }, {}],
-      [{ id: nextId('reflect'), capability_id: cap('run_approval'), input: { run_id: 'run_x', choice: 'once' }, idempotency_key: nextId('key') }, { approval: grantFor({ run_id: 'run_x', choice: 'once' }) }],
+      [
+        { id: nextId('reflect'), capability_id: cap('run_approval'), input: { run_id: 'run_x', choice: 'once' }, idempotency_key: nextId('key') },
+        { approval: grantFor({ run_id: 'run_x', choice: 'once' }) },
+      ],
       [{ id: nextId('reflect'), capability_id: cap('run_stop'), input: runInput, idempotency_key: nextId('key') }, { approval: grantFor(runInput) }],
       [{ id: nextId('reflect'), capability_id: cap('run_events'), input: runInput }, {}],
     ];
@@ -383,7 +453,14 @@ describe('secret canary: a provider that reflects the key into successful answer
       { event: 'run.completed', data: { event: 'run.completed', output: '[REDACTED]' } },
     ]);
     const status = evidence.items.find(({ what }) => what === `result of ${cap('run_status')}`)?.value as AipActionResult;
-    expect(status.output).toEqual({ run_id: 'run_x', status: 'running', echo: 'Bearer [REDACTED]', '[REDACTED]': 1, nested: [{ deep: '[REDACTED]' }], escaped: '[REDACTED]' });
+    expect(status.output).toEqual({
+      run_id: 'run_x',
+      status: 'running',
+      echo: 'Bearer [REDACTED]',
+      '[REDACTED]': 1,
+      nested: [{ deep: '[REDACTED]' }],
+      escaped: '[REDACTED]',
+    });
   });
 });
 

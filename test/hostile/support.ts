@@ -67,7 +67,6 @@ export function rigFactory(): { rig(handler?: FaultHandler, extras?: ConnectorEx
   };
 }
 
-
 /** A valid input for each operation. */
 export function validInput(operation: Operation, runId = `run_${'a'.repeat(32)}`): Record<string, unknown> {
   switch (operation) {
@@ -81,7 +80,11 @@ export function validInput(operation: Operation, runId = `run_${'a'.repeat(32)}`
 }
 
 /** Invokes `operation` with a valid envelope (key and grant where needed) and the given extra context. */
-export function invokeValid(connector: HermesConnector, operation: Operation, options: { input?: Record<string, unknown>; context?: ExecutionContext; chunks?: AipStreamChunk[] } = {}): Promise<AipActionResult> {
+export function invokeValid(
+  connector: HermesConnector,
+  operation: Operation,
+  options: { input?: Record<string, unknown>; context?: ExecutionContext; chunks?: AipStreamChunk[] } = {},
+): Promise<AipActionResult> {
   const input = options.input ?? validInput(operation);
   const context: ExecutionContext = { ...options.context };
   if (operation === 'run_approval' || operation === 'run_stop') context.approval ??= grantFor(input);

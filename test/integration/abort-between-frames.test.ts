@@ -9,7 +9,13 @@ describe('run_events abort between frames of one network read', () => {
     const frames = ['message.delta', 'message.delta', 'run.completed']
       .map((event, index) => `data: {"event": "${event}", "run_id": "r", "timestamp": ${index}.5, "delta": "x", "output": "x"}\n\n`)
       .join('');
-    const runId = await h.startRun({ input: 'one write', sim_script: [{ type: 'raw', data: frames }, { type: 'sleep', ms: 60_000 }] });
+    const runId = await h.startRun({
+      input: 'one write',
+      sim_script: [
+        { type: 'raw', data: frames },
+        { type: 'sleep', ms: 60_000 },
+      ],
+    });
     const abort = new AbortController();
     const result = await h.invoke(
       { id: nextId(), capability_id: h.cap('run_events'), input: { run_id: runId } },

@@ -11,7 +11,12 @@ const harness = harnessFactory();
 const PREFIX = 'connector.hermes_agent.';
 
 async function waitingRun(h: Harness, approvals = 1): Promise<string> {
-  const steps = Array.from({ length: approvals }, (_, index) => ({ type: 'approval', command: `rm -rf ./scratch-${index}`, pattern_key: 'recursive delete', description: 'recursive delete' }));
+  const steps = Array.from({ length: approvals }, (_, index) => ({
+    type: 'approval',
+    command: `rm -rf ./scratch-${index}`,
+    pattern_key: 'recursive delete',
+    description: 'recursive delete',
+  }));
   const runId = await h.startRun({ input: 'needs approval', sim_script: [...steps, { type: 'complete', output: 'done' }] });
   await eventually(() => h.sim.run(runId)?.pendingApprovals === 1 || undefined, 'an approval pending');
   return runId;
@@ -71,7 +76,10 @@ describe.each(LEDGER_BACKENDS)('approval grants are single-use: $name', (backend
     const input = { run_id: runId, choice: 'deny' };
     const grant = grantFor(input);
     const key = nextId('key');
-    h.sim.injectFault({ route: 'approval', response: { status: 401, body: '{"error":{"message":"Invalid API key","type":"invalid_request_error","code":"invalid_api_key"}}' } });
+    h.sim.injectFault({
+      route: 'approval',
+      response: { status: 401, body: '{"error":{"message":"Invalid API key","type":"invalid_request_error","code":"invalid_api_key"}}' },
+    });
     const refused = await h.invoke({ capability_id: h.cap('run_approval'), input, idempotency_key: key }, { approval: grant });
     expect(refused.error?.code).toBe(`${PREFIX}authentication`);
     const retried = await h.invoke({ capability_id: h.cap('run_approval'), input, idempotency_key: key }, { approval: grant });

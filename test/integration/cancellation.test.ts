@@ -28,7 +28,11 @@ function expectFailure(result: AipActionResult | null, expected: { code: string;
  * run_events action as a stream, but cancel() answers with a run_stop result that streams
  * nothing, and it would overwrite the chunks recorded for the same action id.)
  */
-async function cancel(h: Harness, partial: Partial<AipAction> & { capability_id: string; input: unknown }, context?: ExecutionContext): Promise<AipActionResult | null> {
+async function cancel(
+  h: Harness,
+  partial: Partial<AipAction> & { capability_id: string; input: unknown },
+  context?: ExecutionContext,
+): Promise<AipActionResult | null> {
   const action = { id: nextId('act'), ...partial } as AipAction;
   const result = await h.connector.cancel(action, context);
   if (result === null) return null;

@@ -29,10 +29,7 @@ describe('close() with a call waiting for a duplicate in flight', () => {
     });
     expect(claim.claimed).toBe(true);
 
-    const waiting = h.connector.invoke(
-      { id: nextId(), capability_id: h.cap('run_start'), input, idempotency_key: key },
-      { deadline: now + 3_600_000 },
-    );
+    const waiting = h.connector.invoke({ id: nextId(), capability_id: h.cap('run_start'), input, idempotency_key: key }, { deadline: now + 3_600_000 });
     await new Promise((resolve) => setTimeout(resolve, 100));
     const closedAt = Date.now();
     await h.connector.close();

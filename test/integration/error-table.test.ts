@@ -94,7 +94,15 @@ async function closedPort(): Promise<number> {
 }
 
 describe('invalid_input (permanent, provider not called)', () => {
-  const invalid = (operation: string): Expected => ({ code: 'invalid_input', category: 'permanent', retryable: false, uncertain: false, remote_status: undefined, provider_code: undefined, operation });
+  const invalid = (operation: string): Expected => ({
+    code: 'invalid_input',
+    category: 'permanent',
+    retryable: false,
+    uncertain: false,
+    remote_status: undefined,
+    provider_code: undefined,
+    operation,
+  });
 
   it('input failing its schema', async () => {
     const h = await harness();
@@ -135,7 +143,14 @@ describe('invalid_input (permanent, provider not called)', () => {
 });
 
 describe('unsupported_capability (permanent, provider not called)', () => {
-  const unsupported: Expected = { code: 'unsupported_capability', category: 'permanent', retryable: false, uncertain: false, remote_status: undefined, provider_code: undefined };
+  const unsupported: Expected = {
+    code: 'unsupported_capability',
+    category: 'permanent',
+    retryable: false,
+    uncertain: false,
+    remote_status: undefined,
+    provider_code: undefined,
+  };
 
   it.each([
     ['unknown operation', `cap:hermes_agent:${ENDPOINT}:run_delete`],
@@ -150,7 +165,15 @@ describe('unsupported_capability (permanent, provider not called)', () => {
 });
 
 describe('idempotency_key_required (permanent, provider not called)', () => {
-  const required = (operation: string): Expected => ({ code: 'idempotency_key_required', category: 'permanent', retryable: false, uncertain: false, remote_status: undefined, provider_code: undefined, operation });
+  const required = (operation: string): Expected => ({
+    code: 'idempotency_key_required',
+    category: 'permanent',
+    retryable: false,
+    uncertain: false,
+    remote_status: undefined,
+    provider_code: undefined,
+    operation,
+  });
 
   it.each([[undefined], ['']])('start, approval and stop with idempotency_key %j', async (idempotencyKey) => {
     const h = await harness();
@@ -160,7 +183,9 @@ describe('idempotency_key_required (permanent, provider not called)', () => {
     expect(a.requests).toBe(0);
 
     const approvalInput = { run_id: UNKNOWN_RUN, choice: 'once' };
-    const b = await counted(h, () => h.invoke({ capability_id: h.cap('run_approval'), input: approvalInput, ...withKey }, { approval: grantFor(approvalInput) }));
+    const b = await counted(h, () =>
+      h.invoke({ capability_id: h.cap('run_approval'), input: approvalInput, ...withKey }, { approval: grantFor(approvalInput) }),
+    );
     expectError(b.result, required('run_approval'));
     expect(b.requests).toBe(0);
 
@@ -172,7 +197,15 @@ describe('idempotency_key_required (permanent, provider not called)', () => {
 });
 
 describe('approval_required (policy, provider not called)', () => {
-  const refused = (operation: string): Expected => ({ code: 'approval_required', category: 'policy', retryable: false, uncertain: false, remote_status: undefined, provider_code: undefined, operation });
+  const refused = (operation: string): Expected => ({
+    code: 'approval_required',
+    category: 'policy',
+    retryable: false,
+    uncertain: false,
+    remote_status: undefined,
+    provider_code: undefined,
+    operation,
+  });
   const cases = ['missing', 'denied', 'expired', 'valid for longer than 15 minutes', 'empty reason', 'snapshot differs from the input'] as const;
 
   /** A grant for `input` that fails for exactly the named reason. */
@@ -219,7 +252,15 @@ describe('approval_required (policy, provider not called)', () => {
 });
 
 describe('tenant_mismatch (auth, provider not called)', () => {
-  const mismatch = (operation: string): Expected => ({ code: 'tenant_mismatch', category: 'auth', retryable: false, uncertain: false, remote_status: undefined, provider_code: undefined, operation });
+  const mismatch = (operation: string): Expected => ({
+    code: 'tenant_mismatch',
+    category: 'auth',
+    retryable: false,
+    uncertain: false,
+    remote_status: undefined,
+    provider_code: undefined,
+    operation,
+  });
 
   it.each([
     ['context has no tenant', {}],
@@ -239,10 +280,26 @@ describe('missing_credential (auth, provider not called)', () => {
   it('endpoint without apiKey', async () => {
     const h = await harness({ endpoint: { apiKey: undefined } });
     const a = await counted(h, () => start(h, { input: 'hi' }));
-    expectError(a.result, { code: 'missing_credential', category: 'auth', retryable: false, uncertain: false, remote_status: undefined, provider_code: undefined, operation: 'run_start' });
+    expectError(a.result, {
+      code: 'missing_credential',
+      category: 'auth',
+      retryable: false,
+      uncertain: false,
+      remote_status: undefined,
+      provider_code: undefined,
+      operation: 'run_start',
+    });
     expect(a.requests).toBe(0);
     const b = await counted(h, () => status(h, UNKNOWN_RUN));
-    expectError(b.result, { code: 'missing_credential', category: 'auth', retryable: false, uncertain: false, remote_status: undefined, provider_code: undefined, operation: 'run_status' });
+    expectError(b.result, {
+      code: 'missing_credential',
+      category: 'auth',
+      retryable: false,
+      uncertain: false,
+      remote_status: undefined,
+      provider_code: undefined,
+      operation: 'run_status',
+    });
     expect(b.requests).toBe(0);
   });
 });
@@ -251,18 +308,44 @@ describe('deadline_exceeded (temporary)', () => {
   it('deadline already passed: no request', async () => {
     const h = await harness();
     const a = await counted(h, () => start(h, { input: 'hi' }, { deadline: Date.now() - 1 }));
-    expectError(a.result, { code: 'deadline_exceeded', category: 'temporary', retryable: false, uncertain: false, remote_status: undefined, provider_code: undefined, operation: 'run_start' });
+    expectError(a.result, {
+      code: 'deadline_exceeded',
+      category: 'temporary',
+      retryable: false,
+      uncertain: false,
+      remote_status: undefined,
+      provider_code: undefined,
+      operation: 'run_start',
+    });
     expect(a.requests).toBe(0);
     const b = await counted(h, () => status(h, UNKNOWN_RUN, { deadline: Date.now() - 1 }));
-    expectError(b.result, { code: 'deadline_exceeded', category: 'temporary', retryable: false, uncertain: false, remote_status: undefined, provider_code: undefined, operation: 'run_status' });
+    expectError(b.result, {
+      code: 'deadline_exceeded',
+      category: 'temporary',
+      retryable: false,
+      uncertain: false,
+      remote_status: undefined,
+      provider_code: undefined,
+      operation: 'run_status',
+    });
     expect(b.requests).toBe(0);
   });
 
   it('deadline passing during a run_events stream: failed with the partial output', async () => {
     const h = await harness();
     const runId = await h.startRun({ input: 'hi', sim_script: script.long() });
-    const { result, requests } = await counted(h, () => h.invoke({ capability_id: h.cap('run_events'), input: { run_id: runId } }, { deadline: Date.now() + 300 }));
-    expectError(result, { code: 'deadline_exceeded', category: 'temporary', retryable: false, uncertain: false, remote_status: 200, provider_code: undefined, operation: 'run_events' });
+    const { result, requests } = await counted(h, () =>
+      h.invoke({ capability_id: h.cap('run_events'), input: { run_id: runId } }, { deadline: Date.now() + 300 }),
+    );
+    expectError(result, {
+      code: 'deadline_exceeded',
+      category: 'temporary',
+      retryable: false,
+      uncertain: false,
+      remote_status: 200,
+      provider_code: undefined,
+      operation: 'run_events',
+    });
     expect(requests).toBe(1);
     const output = result.output as { http_status: number; events: Array<{ event: string }>; text: string; terminal: boolean };
     expect(output.http_status).toBe(200);
@@ -278,10 +361,28 @@ describe('cancelled (temporary, status cancelled)', () => {
     const h = await harness();
     const signal = AbortSignal.abort();
     const a = await counted(h, () => start(h, { input: 'hi' }, { signal }));
-    expectError(a.result, { status: 'cancelled', code: 'cancelled', category: 'temporary', retryable: false, uncertain: false, remote_status: undefined, provider_code: undefined, operation: 'run_start' });
+    expectError(a.result, {
+      status: 'cancelled',
+      code: 'cancelled',
+      category: 'temporary',
+      retryable: false,
+      uncertain: false,
+      remote_status: undefined,
+      provider_code: undefined,
+      operation: 'run_start',
+    });
     expect(a.requests).toBe(0);
     const b = await counted(h, () => status(h, UNKNOWN_RUN, { signal }));
-    expectError(b.result, { status: 'cancelled', code: 'cancelled', category: 'temporary', retryable: false, uncertain: false, remote_status: undefined, provider_code: undefined, operation: 'run_status' });
+    expectError(b.result, {
+      status: 'cancelled',
+      code: 'cancelled',
+      category: 'temporary',
+      retryable: false,
+      uncertain: false,
+      remote_status: undefined,
+      provider_code: undefined,
+      operation: 'run_status',
+    });
     expect(b.requests).toBe(0);
   });
 
@@ -292,13 +393,25 @@ describe('cancelled (temporary, status cancelled)', () => {
     const { result, requests } = await counted(h, () =>
       h.invoke({ capability_id: h.cap('run_events'), input: { run_id: runId } }, { signal: controller.signal, onChunk: () => controller.abort() }),
     );
-    expectError(result, { status: 'cancelled', code: 'cancelled', category: 'temporary', retryable: false, uncertain: false, remote_status: 200, provider_code: undefined, operation: 'run_events' });
+    expectError(result, {
+      status: 'cancelled',
+      code: 'cancelled',
+      category: 'temporary',
+      retryable: false,
+      uncertain: false,
+      remote_status: 200,
+      provider_code: undefined,
+      operation: 'run_events',
+    });
     expect(requests).toBe(1);
     expect((result.output as { events: unknown[] }).events).toHaveLength(1);
     const chunks = h.chunks.get(result.action_id) ?? [];
     expect(chunks.map((chunk) => chunk.kind)).toEqual(['data', 'error']);
     // The run's stream held the only concurrency slot; it is released once Hermes sees the subscriber disconnect.
-    await eventually(async () => (await start(h, { input: 'again', sim_script: script.quick() })).status === 'completed' || undefined, 'the slot to be released');
+    await eventually(
+      async () => (await start(h, { input: 'again', sim_script: script.quick() })).status === 'completed' || undefined,
+      'the slot to be released',
+    );
     expect(h.sim.run(runId)?.status).toBe('running');
   });
 });
@@ -308,21 +421,51 @@ describe('authentication (auth, provider called)', () => {
     const wrongKey = 'hk_wrong_secret_key_9876543210';
     const h = await harness({ endpoint: { apiKey: wrongKey } });
     const { result, requests } = await counted(h, () => status(h, UNKNOWN_RUN));
-    expectError(result, { code: 'authentication', category: 'auth', retryable: false, uncertain: false, remote_status: 401, provider_code: 'invalid_api_key', operation: 'run_status' });
+    expectError(result, {
+      code: 'authentication',
+      category: 'auth',
+      retryable: false,
+      uncertain: false,
+      remote_status: 401,
+      provider_code: 'invalid_api_key',
+      operation: 'run_status',
+    });
     expect(requests).toBe(1);
     expect(JSON.stringify(result)).not.toContain(wrongKey);
     expect(JSON.stringify(result)).not.toContain('Invalid API key');
     const b = await counted(h, () => start(h, { input: 'hi' }));
-    expectError(b.result, { code: 'authentication', category: 'auth', retryable: false, uncertain: false, remote_status: 401, provider_code: 'invalid_api_key', operation: 'run_start' });
+    expectError(b.result, {
+      code: 'authentication',
+      category: 'auth',
+      retryable: false,
+      uncertain: false,
+      remote_status: 401,
+      provider_code: 'invalid_api_key',
+      operation: 'run_start',
+    });
     expect(b.requests).toBe(1);
     expect(JSON.stringify(b.result)).not.toContain(wrongKey);
   });
 
   it('a 403', async () => {
     const h = await harness();
-    h.sim.injectFault({ route: 'status', response: { status: 403, body: JSON.stringify({ error: { message: 'Forbidden by policy xyz', type: 'permission_error', param: null, code: 'forbidden' } }) } });
+    h.sim.injectFault({
+      route: 'status',
+      response: {
+        status: 403,
+        body: JSON.stringify({ error: { message: 'Forbidden by policy xyz', type: 'permission_error', param: null, code: 'forbidden' } }),
+      },
+    });
     const { result, requests } = await counted(h, () => status(h, UNKNOWN_RUN));
-    expectError(result, { code: 'authentication', category: 'auth', retryable: false, uncertain: false, remote_status: 403, provider_code: 'forbidden', operation: 'run_status' });
+    expectError(result, {
+      code: 'authentication',
+      category: 'auth',
+      retryable: false,
+      uncertain: false,
+      remote_status: 403,
+      provider_code: 'forbidden',
+      operation: 'run_status',
+    });
     expect(requests).toBe(1);
     expect(JSON.stringify(result)).not.toContain('Forbidden by policy xyz');
   });
@@ -332,7 +475,15 @@ describe('not_found (permanent, provider called)', () => {
   it('unknown run: 404 run_not_found, without the provider message', async () => {
     const h = await harness();
     const { result, requests } = await counted(h, () => status(h, UNKNOWN_RUN));
-    expectError(result, { code: 'not_found', category: 'permanent', retryable: false, uncertain: false, remote_status: 404, provider_code: 'run_not_found', operation: 'run_status' });
+    expectError(result, {
+      code: 'not_found',
+      category: 'permanent',
+      retryable: false,
+      uncertain: false,
+      remote_status: 404,
+      provider_code: 'run_not_found',
+      operation: 'run_status',
+    });
     expect(requests).toBe(1);
     expect(JSON.stringify(result)).not.toContain('Run not found');
   });
@@ -342,7 +493,15 @@ describe('not_found (permanent, provider called)', () => {
     const runId = await h.startRun({ input: 'hi', sim_script: script.quick() });
     await waitForStatus(h, runId, 'completed');
     const { result, requests } = await counted(h, () => invokeStop(h, runId));
-    expectError(result, { code: 'not_found', category: 'permanent', retryable: false, uncertain: false, remote_status: 404, provider_code: 'run_not_found', operation: 'run_stop' });
+    expectError(result, {
+      code: 'not_found',
+      category: 'permanent',
+      retryable: false,
+      uncertain: false,
+      remote_status: 404,
+      provider_code: 'run_not_found',
+      operation: 'run_stop',
+    });
     expect(requests).toBe(1);
     expect(JSON.stringify(result)).not.toContain('Run not found');
   });
@@ -354,7 +513,15 @@ describe('conflict (permanent, provider called)', () => {
     const runId = await h.startRun({ input: 'hi', sim_script: script.long() });
     await waitForStatus(h, runId, 'running');
     const { result, requests } = await counted(h, () => invokeApproval(h, { run_id: runId, choice: 'once' }));
-    expectError(result, { code: 'conflict', category: 'permanent', retryable: false, uncertain: false, remote_status: 409, provider_code: 'approval_not_pending', operation: 'run_approval' });
+    expectError(result, {
+      code: 'conflict',
+      category: 'permanent',
+      retryable: false,
+      uncertain: false,
+      remote_status: 409,
+      provider_code: 'approval_not_pending',
+      operation: 'run_approval',
+    });
     expect(requests).toBe(1);
     expect(JSON.stringify(result)).not.toContain('Run has no pending approval');
   });
@@ -364,7 +531,15 @@ describe('conflict (permanent, provider called)', () => {
     const runId = await h.startRun({ input: 'hi', sim_script: script.quick() });
     await waitForStatus(h, runId, 'completed');
     const { result, requests } = await counted(h, () => invokeApproval(h, { run_id: runId, choice: 'deny' }));
-    expectError(result, { code: 'conflict', category: 'permanent', retryable: false, uncertain: false, remote_status: 409, provider_code: 'approval_not_active', operation: 'run_approval' });
+    expectError(result, {
+      code: 'conflict',
+      category: 'permanent',
+      retryable: false,
+      uncertain: false,
+      remote_status: 409,
+      provider_code: 'approval_not_active',
+      operation: 'run_approval',
+    });
     expect(requests).toBe(1);
   });
 });
@@ -374,7 +549,15 @@ describe('rate_limited (temporary, retryable)', () => {
     const h = await harness({ simulator: { maxConcurrentRuns: 1 } });
     await h.startRun({ input: 'hi', sim_script: script.long() }); // its unread stream holds the only slot
     const { result, requests } = await counted(h, () => start(h, { input: 'second' }));
-    expectError(result, { code: 'rate_limited', category: 'temporary', retryable: true, uncertain: false, remote_status: 429, provider_code: 'rate_limit_exceeded', operation: 'run_start' });
+    expectError(result, {
+      code: 'rate_limited',
+      category: 'temporary',
+      retryable: true,
+      uncertain: false,
+      remote_status: 429,
+      provider_code: 'rate_limit_exceeded',
+      operation: 'run_start',
+    });
     expect(result.error?.retry_after_ms).toBe(1000);
     expect(requests).toBe(1);
     expect(h.sim.startCount()).toBe(1);
@@ -385,7 +568,15 @@ describe('remote_rejected (permanent, provider called)', () => {
   it('413 for a body over 10,000,000 bytes', async () => {
     const h = await harness({ connector: { limits: { maxRequestBodyBytes: 12 * MiB } } });
     const { result, requests } = await counted(h, () => start(h, { input: 'x'.repeat(10_000_100) }));
-    expectError(result, { code: 'remote_rejected', category: 'permanent', retryable: false, uncertain: false, remote_status: 413, provider_code: 'body_too_large', operation: 'run_start' });
+    expectError(result, {
+      code: 'remote_rejected',
+      category: 'permanent',
+      retryable: false,
+      uncertain: false,
+      remote_status: 413,
+      provider_code: 'body_too_large',
+      operation: 'run_start',
+    });
     expect(requests).toBe(1);
     expect(h.sim.startCount()).toBe(0);
   });
@@ -395,16 +586,38 @@ describe('remote_rejected (permanent, provider called)', () => {
     const runId = await h.startRun({ input: 'hi', sim_script: script.quick() });
     h.sim.injectFault({ route: 'status', response: { status: 302, headers: { Location: `${h.sim.url}/v1/runs/${runId}` } } });
     const { result, requests } = await counted(h, () => status(h, UNKNOWN_RUN));
-    expectError(result, { code: 'remote_rejected', category: 'permanent', retryable: false, uncertain: false, remote_status: 302, provider_code: undefined, operation: 'run_status' });
+    expectError(result, {
+      code: 'remote_rejected',
+      category: 'permanent',
+      retryable: false,
+      uncertain: false,
+      remote_status: 302,
+      provider_code: undefined,
+      operation: 'run_status',
+    });
     expect(requests).toBe(1);
     expect(h.sim.requests.at(-1)?.path).toBe(`/v1/runs/${UNKNOWN_RUN}`);
   });
 
   it('a 422', async () => {
     const h = await harness();
-    h.sim.injectFault({ route: 'start', response: { status: 422, body: JSON.stringify({ error: { message: 'secret validation detail', type: 'invalid_request_error', param: null, code: 'unprocessable_input' } }) } });
+    h.sim.injectFault({
+      route: 'start',
+      response: {
+        status: 422,
+        body: JSON.stringify({ error: { message: 'secret validation detail', type: 'invalid_request_error', param: null, code: 'unprocessable_input' } }),
+      },
+    });
     const { result, requests } = await counted(h, () => start(h, { input: 'hi' }));
-    expectError(result, { code: 'remote_rejected', category: 'permanent', retryable: false, uncertain: false, remote_status: 422, provider_code: 'unprocessable_input', operation: 'run_start' });
+    expectError(result, {
+      code: 'remote_rejected',
+      category: 'permanent',
+      retryable: false,
+      uncertain: false,
+      remote_status: 422,
+      provider_code: 'unprocessable_input',
+      operation: 'run_start',
+    });
     expect(requests).toBe(1);
     expect(JSON.stringify(result)).not.toContain('secret validation detail');
   });
@@ -417,7 +630,15 @@ describe('remote_temporary (temporary, provider called)', () => {
     const h = await harness();
     h.sim.injectFault({ route: 'status', response: { status: code, body } });
     const { result, requests } = await counted(h, () => status(h, UNKNOWN_RUN));
-    expectError(result, { code: 'remote_temporary', category: 'temporary', retryable: true, uncertain: false, remote_status: code, provider_code: 'internal_error', operation: 'run_status' });
+    expectError(result, {
+      code: 'remote_temporary',
+      category: 'temporary',
+      retryable: true,
+      uncertain: false,
+      remote_status: code,
+      provider_code: 'internal_error',
+      operation: 'run_status',
+    });
     expect(requests).toBe(1);
     expect(JSON.stringify(result)).not.toContain('provider exploded');
   });
@@ -428,13 +649,37 @@ describe('remote_temporary (temporary, provider called)', () => {
     h.sim.injectFault({ route: 'approval', response: { status: code, body } });
     h.sim.injectFault({ route: 'stop', response: { status: code, body } });
     const a = await counted(h, () => start(h, { input: 'hi' }));
-    expectError(a.result, { code: 'remote_temporary', category: 'temporary', retryable: false, uncertain: true, remote_status: code, provider_code: 'internal_error', operation: 'run_start' });
+    expectError(a.result, {
+      code: 'remote_temporary',
+      category: 'temporary',
+      retryable: false,
+      uncertain: true,
+      remote_status: code,
+      provider_code: 'internal_error',
+      operation: 'run_start',
+    });
     expect(a.requests).toBe(1);
     const b = await counted(h, () => invokeApproval(h, { run_id: UNKNOWN_RUN, choice: 'once' }));
-    expectError(b.result, { code: 'remote_temporary', category: 'temporary', retryable: false, uncertain: true, remote_status: code, provider_code: 'internal_error', operation: 'run_approval' });
+    expectError(b.result, {
+      code: 'remote_temporary',
+      category: 'temporary',
+      retryable: false,
+      uncertain: true,
+      remote_status: code,
+      provider_code: 'internal_error',
+      operation: 'run_approval',
+    });
     expect(b.requests).toBe(1);
     const c = await counted(h, () => invokeStop(h, UNKNOWN_RUN));
-    expectError(c.result, { code: 'remote_temporary', category: 'temporary', retryable: false, uncertain: true, remote_status: code, provider_code: 'internal_error', operation: 'run_stop' });
+    expectError(c.result, {
+      code: 'remote_temporary',
+      category: 'temporary',
+      retryable: false,
+      uncertain: true,
+      remote_status: code,
+      provider_code: 'internal_error',
+      operation: 'run_stop',
+    });
     expect(c.requests).toBe(1);
   });
 });
@@ -444,7 +689,15 @@ describe('transport (transport)', () => {
     const h = await harness();
     h.sim.injectFault({ route: 'status', destroy: true });
     const { result, requests } = await counted(h, () => status(h, UNKNOWN_RUN));
-    expectError(result, { code: 'transport', category: 'transport', retryable: true, uncertain: false, remote_status: undefined, provider_code: undefined, operation: 'run_status' });
+    expectError(result, {
+      code: 'transport',
+      category: 'transport',
+      retryable: true,
+      uncertain: false,
+      remote_status: undefined,
+      provider_code: undefined,
+      operation: 'run_status',
+    });
     expect(requests).toBe(1);
   });
 
@@ -452,7 +705,15 @@ describe('transport (transport)', () => {
     const h = await harness();
     h.sim.injectFault({ route: 'start', destroy: true });
     const { result, requests } = await counted(h, () => start(h, { input: 'hi' }));
-    expectError(result, { code: 'transport', category: 'transport', retryable: false, uncertain: true, remote_status: undefined, provider_code: undefined, operation: 'run_start' });
+    expectError(result, {
+      code: 'transport',
+      category: 'transport',
+      retryable: false,
+      uncertain: true,
+      remote_status: undefined,
+      provider_code: undefined,
+      operation: 'run_start',
+    });
     expect(requests).toBe(1);
   });
 
@@ -460,19 +721,46 @@ describe('transport (transport)', () => {
     const port = await closedPort();
     const h = await harness({ endpoint: { baseUrl: `http://127.0.0.1:${port}` } });
     const { result, requests } = await counted(h, () => start(h, { input: 'hi' }));
-    expectError(result, { code: 'transport', category: 'transport', retryable: false, uncertain: false, remote_status: undefined, provider_code: undefined, operation: 'run_start' });
+    expectError(result, {
+      code: 'transport',
+      category: 'transport',
+      retryable: false,
+      uncertain: false,
+      remote_status: undefined,
+      provider_code: undefined,
+      operation: 'run_start',
+    });
     expect(requests).toBe(0);
     const b = await status(h, UNKNOWN_RUN);
-    expectError(b, { code: 'transport', category: 'transport', retryable: true, uncertain: false, remote_status: undefined, provider_code: undefined, operation: 'run_status' });
+    expectError(b, {
+      code: 'transport',
+      category: 'transport',
+      retryable: true,
+      uncertain: false,
+      remote_status: undefined,
+      provider_code: undefined,
+      operation: 'run_status',
+    });
   });
 });
 
 describe('invalid_response (connector, provider called)', () => {
   it('a 200 JSON route answered with text/html', async () => {
     const h = await harness();
-    h.sim.injectFault({ route: 'status', response: { status: 200, headers: { 'Content-Type': 'text/html; charset=utf-8' }, body: '<html>provider login page</html>' } });
+    h.sim.injectFault({
+      route: 'status',
+      response: { status: 200, headers: { 'Content-Type': 'text/html; charset=utf-8' }, body: '<html>provider login page</html>' },
+    });
     const { result, requests } = await counted(h, () => status(h, UNKNOWN_RUN));
-    expectError(result, { code: 'invalid_response', category: 'connector', retryable: false, uncertain: false, remote_status: 200, provider_code: undefined, operation: 'run_status' });
+    expectError(result, {
+      code: 'invalid_response',
+      category: 'connector',
+      retryable: false,
+      uncertain: false,
+      remote_status: 200,
+      provider_code: undefined,
+      operation: 'run_status',
+    });
     expect(requests).toBe(1);
     expect(JSON.stringify(result)).not.toContain('provider login page');
   });
@@ -481,7 +769,15 @@ describe('invalid_response (connector, provider called)', () => {
     const h = await harness({ connector: { limits: { maxJsonResponseBytes: 100 } } });
     const runId = await h.startRun({ input: 'hi', sim_script: script.quick() });
     const { result, requests } = await counted(h, () => status(h, runId));
-    expectError(result, { code: 'invalid_response', category: 'connector', retryable: false, uncertain: false, remote_status: 200, provider_code: undefined, operation: 'run_status' });
+    expectError(result, {
+      code: 'invalid_response',
+      category: 'connector',
+      retryable: false,
+      uncertain: false,
+      remote_status: 200,
+      provider_code: undefined,
+      operation: 'run_status',
+    });
     expect(requests).toBe(1);
     expect(result.output).toBeUndefined();
   });
@@ -490,7 +786,15 @@ describe('invalid_response (connector, provider called)', () => {
     const h = await harness();
     h.sim.injectFault({ route: 'status', response: { status: 200, body: '{"run_id": "run_1", "status": ' } });
     const { result, requests } = await counted(h, () => status(h, UNKNOWN_RUN));
-    expectError(result, { code: 'invalid_response', category: 'connector', retryable: false, uncertain: false, remote_status: 200, provider_code: undefined, operation: 'run_status' });
+    expectError(result, {
+      code: 'invalid_response',
+      category: 'connector',
+      retryable: false,
+      uncertain: false,
+      remote_status: 200,
+      provider_code: undefined,
+      operation: 'run_status',
+    });
     expect(requests).toBe(1);
   });
 
@@ -498,7 +802,15 @@ describe('invalid_response (connector, provider called)', () => {
     const h = await harness();
     h.sim.injectFault({ route: 'start', response: { status: 202, body: '{"status": "started"}' } });
     const { result, requests } = await counted(h, () => start(h, { input: 'hi' }));
-    expectError(result, { code: 'invalid_response', category: 'connector', retryable: false, uncertain: true, remote_status: 202, provider_code: undefined, operation: 'run_start' });
+    expectError(result, {
+      code: 'invalid_response',
+      category: 'connector',
+      retryable: false,
+      uncertain: true,
+      remote_status: 202,
+      provider_code: undefined,
+      operation: 'run_start',
+    });
     expect(requests).toBe(1);
     expect(result.output).toBeUndefined();
   });
@@ -507,9 +819,23 @@ describe('invalid_response (connector, provider called)', () => {
 describe('stream outcomes (connector)', () => {
   it('stream_failed: run.failed', async () => {
     const h = await harness();
-    const runId = await h.startRun({ input: 'hi', sim_script: [{ type: 'delta', text: 'partial' }, { type: 'fail', error: 'model provider refused' }] });
+    const runId = await h.startRun({
+      input: 'hi',
+      sim_script: [
+        { type: 'delta', text: 'partial' },
+        { type: 'fail', error: 'model provider refused' },
+      ],
+    });
     const { result, requests } = await counted(h, () => h.invoke({ capability_id: h.cap('run_events'), input: { run_id: runId } }));
-    expectError(result, { code: 'stream_failed', category: 'connector', retryable: false, uncertain: false, remote_status: undefined, provider_code: undefined, operation: 'run_events' });
+    expectError(result, {
+      code: 'stream_failed',
+      category: 'connector',
+      retryable: false,
+      uncertain: false,
+      remote_status: undefined,
+      provider_code: undefined,
+      operation: 'run_events',
+    });
     expect(requests).toBe(1);
     const output = result.output as { terminal: boolean; terminal_event: string; text: string; events: Array<{ event: string }> };
     expect(output.terminal).toBe(true);
@@ -526,7 +852,15 @@ describe('stream outcomes (connector)', () => {
     const steps = [1, 2, 3, 4, 5].map((n) => ({ type: 'delta', text: `d${n} ` }));
     const runId = await h.startRun({ input: 'hi', sim_script: [...steps, { type: 'complete', output: 'done' }] });
     const { result, requests } = await counted(h, () => h.invoke({ capability_id: h.cap('run_events'), input: { run_id: runId, max_events: 2 } }));
-    expectError(result, { code: 'stream_truncated', category: 'connector', retryable: false, uncertain: false, remote_status: undefined, provider_code: undefined, operation: 'run_events' });
+    expectError(result, {
+      code: 'stream_truncated',
+      category: 'connector',
+      retryable: false,
+      uncertain: false,
+      remote_status: undefined,
+      provider_code: undefined,
+      operation: 'run_events',
+    });
     expect(requests).toBe(1);
     const output = result.output as { truncated: boolean; terminal: boolean; events: unknown[]; text: string };
     expect(output.truncated).toBe(true);
@@ -542,7 +876,13 @@ describe('stream outcomes (connector)', () => {
     const h = await harness();
     const runId = await h.startRun({
       input: 'hi',
-      sim_script: [{ type: 'delta', text: 'before' }, { type: 'approval', command: 'ls' }, { type: 'cut' }, { type: 'sleep', ms: 60_000 }, { type: 'complete' }],
+      sim_script: [
+        { type: 'delta', text: 'before' },
+        { type: 'approval', command: 'ls' },
+        { type: 'cut' },
+        { type: 'sleep', ms: 60_000 },
+        { type: 'complete' },
+      ],
     });
     // The cut must reach a live subscriber: the script waits at its approval until the reader has seen it.
     const onChunk: ExecutionContext['onChunk'] = async (chunk) => {
@@ -552,7 +892,15 @@ describe('stream outcomes (connector)', () => {
     };
     const before = h.sim.requests.length;
     const result = await h.invoke({ capability_id: h.cap('run_events'), input: { run_id: runId } }, { onChunk });
-    expectError(result, { code: 'stream_incomplete', category: 'connector', retryable: false, uncertain: false, remote_status: undefined, provider_code: undefined, operation: 'run_events' });
+    expectError(result, {
+      code: 'stream_incomplete',
+      category: 'connector',
+      retryable: false,
+      uncertain: false,
+      remote_status: undefined,
+      provider_code: undefined,
+      operation: 'run_events',
+    });
     // events, the approval, and the reconciliation read
     expect(h.sim.requests.slice(before).map((request) => `${request.method} ${request.path}`)).toEqual([
       `GET /v1/runs/${runId}/events`,
@@ -576,7 +924,11 @@ describe('no message or detail carries a provider body, a header value or the AP
     for (const route of ['start', 'status', 'approval', 'stop'] as const) {
       h.sim.injectFault({
         route,
-        response: { status: 500, headers: { 'X-Debug-Token': secretHeader, 'Retry-After': '7' }, body: JSON.stringify({ error: { message: secretBody, type: 'server_error', param: null, code: secretBody.toLowerCase().replaceAll('-', '_') } }) },
+        response: {
+          status: 500,
+          headers: { 'X-Debug-Token': secretHeader, 'Retry-After': '7' },
+          body: JSON.stringify({ error: { message: secretBody, type: 'server_error', param: null, code: secretBody.toLowerCase().replaceAll('-', '_') } }),
+        },
       });
     }
     const results = [
@@ -603,7 +955,10 @@ describe('no message or detail carries a provider body, a header value or the AP
       await status(h, UNKNOWN_RUN, { traceId }),
       await h.invoke({ capability_id: h.cap('run_events'), input: { run_id: UNKNOWN_RUN } }, { traceId }),
       await invokeStop(h, UNKNOWN_RUN),
-      await h.invoke({ capability_id: h.cap('run_start'), input: { body: { input: 'hi' }, session_key: `${sessionKey}\u00e9` }, idempotency_key: key() }, { traceId }),
+      await h.invoke(
+        { capability_id: h.cap('run_start'), input: { body: { input: 'hi' }, session_key: `${sessionKey}\u00e9` }, idempotency_key: key() },
+        { traceId },
+      ),
     ];
     expect(results.map((result) => result.error?.code)).toEqual([`${PREFIX}not_found`, `${PREFIX}not_found`, `${PREFIX}not_found`, `${PREFIX}invalid_input`]);
     for (const result of results) {

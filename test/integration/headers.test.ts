@@ -93,7 +93,12 @@ describe('headers per operation with a full trusted context', () => {
     const body = { input: 'hello', instructions: 'be brief', sim_script: script.quick() };
     const [request, ...rest] = await during(h, async () => {
       const result = await h.invoke(
-        { capability_id: h.cap('run_start'), input: { body, session_key: 'memory-scope-1' }, idempotency_key: 'idem-start-1', delegation_chain: DELEGATION_CHAIN },
+        {
+          capability_id: h.cap('run_start'),
+          input: { body, session_key: 'memory-scope-1' },
+          idempotency_key: 'idem-start-1',
+          delegation_chain: DELEGATION_CHAIN,
+        },
         TRUSTED,
       );
       expect(result.status, JSON.stringify(result.error)).toBe('completed');
@@ -102,7 +107,11 @@ describe('headers per operation with a full trusted context', () => {
     expect(request?.method).toBe('POST');
     expect(request?.rawPath).toBe('/v1/runs');
     expectHeaders(request, {
-      ...base('application/json', { 'content-type': 'application/json', 'idempotency-key': providerKeyOf(h.cap('run_start'), 'idem-start-1', 'tenant-42'), 'x-hermes-session-key': 'memory-scope-1' }),
+      ...base('application/json', {
+        'content-type': 'application/json',
+        'idempotency-key': providerKeyOf(h.cap('run_start'), 'idem-start-1', 'tenant-42'),
+        'x-hermes-session-key': 'memory-scope-1',
+      }),
       ...aipHeaders(true),
     });
     expect(request?.headers['content-length']).toBe(String(Buffer.byteLength(request?.body ?? '')));
@@ -127,8 +136,13 @@ describe('headers per operation with a full trusted context', () => {
   it('run_status with an idempotency key forwards it', async () => {
     const h = await harness();
     const runId = await h.startRun({ input: 'hi', sim_script: script.quick() });
-    const [request] = await during(h, () => h.invoke({ capability_id: h.cap('run_status'), input: { run_id: runId }, idempotency_key: 'idem-read-1' }, TRUSTED));
-    expectHeaders(request, { ...base('application/json', { 'idempotency-key': providerKeyOf(h.cap('run_status'), 'idem-read-1', 'tenant-42') }), ...aipHeaders(false) });
+    const [request] = await during(h, () =>
+      h.invoke({ capability_id: h.cap('run_status'), input: { run_id: runId }, idempotency_key: 'idem-read-1' }, TRUSTED),
+    );
+    expectHeaders(request, {
+      ...base('application/json', { 'idempotency-key': providerKeyOf(h.cap('run_status'), 'idem-read-1', 'tenant-42') }),
+      ...aipHeaders(false),
+    });
   });
 
   it('run_events: Accept text/event-stream', async () => {
@@ -159,7 +173,13 @@ describe('headers per operation with a full trusted context', () => {
     });
     expect(rest).toHaveLength(0);
     expect(`${request?.method} ${request?.rawPath}`).toBe(`POST /v1/runs/${runId}/approval`);
-    expectHeaders(request, { ...base('application/json', { 'content-type': 'application/json', 'idempotency-key': providerKeyOf(h.cap('run_approval'), 'idem-approval-1', 'tenant-42') }), ...aipHeaders(true) });
+    expectHeaders(request, {
+      ...base('application/json', {
+        'content-type': 'application/json',
+        'idempotency-key': providerKeyOf(h.cap('run_approval'), 'idem-approval-1', 'tenant-42'),
+      }),
+      ...aipHeaders(true),
+    });
     expect(request?.body).toBe('{"choice":"once"}');
   });
 
@@ -176,13 +196,18 @@ describe('headers per operation with a full trusted context', () => {
     });
     expect(rest).toHaveLength(0);
     expect(`${request?.method} ${request?.rawPath}`).toBe(`POST /v1/runs/${runId}/stop`);
-    expectHeaders(request, { ...base('application/json', { 'idempotency-key': providerKeyOf(h.cap('run_stop'), 'idem-stop-1', 'tenant-42') }), ...aipHeaders(true) });
+    expectHeaders(request, {
+      ...base('application/json', { 'idempotency-key': providerKeyOf(h.cap('run_stop'), 'idem-stop-1', 'tenant-42') }),
+      ...aipHeaders(true),
+    });
     expectNoBody(request);
   });
 
   it('without a context or delegation chain: no X-AIP header at all', async () => {
     const h = await harness();
-    const [request] = await during(h, () => h.invoke({ capability_id: h.cap('run_start'), input: { body: { input: 'hi', sim_script: script.quick() } }, idempotency_key: 'idem-bare' }));
+    const [request] = await during(h, () =>
+      h.invoke({ capability_id: h.cap('run_start'), input: { body: { input: 'hi', sim_script: script.quick() } }, idempotency_key: 'idem-bare' }),
+    );
     expectHeaders(request, base('application/json', { 'content-type': 'application/json', 'idempotency-key': providerKeyOf(h.cap('run_start'), 'idem-bare') }));
   });
 });

@@ -12,7 +12,15 @@ const ORIGIN = 'http://hermes.mock.test:8642';
 const KEY = 'hk_injected_key_0123456789abcdef';
 const RUN_ID = `run_${'b'.repeat(32)}`;
 const PREFIX = 'connector.hermes_agent.';
-const STATUS = { object: 'hermes.run', run_id: RUN_ID, status: 'running', created_at: 1796032842.0, updated_at: 1796032843.5, session_id: 's', model: 'hermes-agent' };
+const STATUS = {
+  object: 'hermes.run',
+  run_id: RUN_ID,
+  status: 'running',
+  created_at: 1796032842.0,
+  updated_at: 1796032843.5,
+  session_id: 's',
+  model: 'hermes-agent',
+};
 
 let connector: HermesConnector | undefined;
 let counter = 0;
@@ -33,7 +41,8 @@ function mockAgent(): MockAgent {
   return agent;
 }
 
-const status = (c: HermesConnector) => c.invoke({ id: `act_mock_${++counter}`, capability_id: 'cap:hermes_agent:mocked:run_status', input: { run_id: RUN_ID } });
+const status = (c: HermesConnector) =>
+  c.invoke({ id: `act_mock_${++counter}`, capability_id: 'cap:hermes_agent:mocked:run_status', input: { run_id: RUN_ID } });
 
 function expectCode(result: AipActionResult, code: string): void {
   expect(result.status).toBe('failed');
@@ -54,7 +63,7 @@ describe('an injected MockAgent', () => {
     agent.assertNoPendingInterceptors();
   });
 
-  it('sends run_start\'s body as JSON and returns the accepted run', async () => {
+  it("sends run_start's body as JSON and returns the accepted run", async () => {
     const agent = mockAgent();
     const bodies: unknown[] = [];
     agent
@@ -74,12 +83,16 @@ describe('an injected MockAgent', () => {
     for (const body of bodies) expect(body).toEqual({ input: 'Check the disk.' });
   });
 
-  it('maps a mocked 404 with Hermes\' error body to not_found with the provider code', async () => {
+  it("maps a mocked 404 with Hermes' error body to not_found with the provider code", async () => {
     const agent = mockAgent();
     agent
       .get(ORIGIN)
       .intercept({ path: `/v1/runs/${RUN_ID}`, method: 'GET' })
-      .reply(404, { error: { message: `Run not found: ${RUN_ID}`, type: 'invalid_request_error', code: 'run_not_found' } }, { headers: { 'content-type': 'application/json' } });
+      .reply(
+        404,
+        { error: { message: `Run not found: ${RUN_ID}`, type: 'invalid_request_error', code: 'run_not_found' } },
+        { headers: { 'content-type': 'application/json' } },
+      );
     const result = await status(connect(agent));
     expectCode(result, 'not_found');
     expect(result.error?.details?.provider_code).toBe('run_not_found');
@@ -88,7 +101,10 @@ describe('an injected MockAgent', () => {
 
   it('refuses a mocked 200 that is not JSON as invalid_response', async () => {
     const agent = mockAgent();
-    agent.get(ORIGIN).intercept({ path: `/v1/runs/${RUN_ID}`, method: 'GET' }).reply(200, '<html></html>', { headers: { 'content-type': 'text/html' } });
+    agent
+      .get(ORIGIN)
+      .intercept({ path: `/v1/runs/${RUN_ID}`, method: 'GET' })
+      .reply(200, '<html></html>', { headers: { 'content-type': 'text/html' } });
     expectCode(await status(connect(agent)), 'invalid_response');
   });
 
@@ -113,7 +129,12 @@ describe('an injected MockAgent', () => {
 
 describe('a dispatcher that throws from dispatch()', () => {
   it('gives a transport failure, not an internal one or a rejection', async () => {
-    const throwing = { request: () => Promise.reject(new Error('unused')), dispatch: () => { throw Object.assign(new Error('no sockets'), { code: 'UND_ERR_CLOSED' }); } };
+    const throwing = {
+      request: () => Promise.reject(new Error('unused')),
+      dispatch: () => {
+        throw Object.assign(new Error('no sockets'), { code: 'UND_ERR_CLOSED' });
+      },
+    };
     const result = await status(connect(throwing as unknown as Dispatcher));
     expectCode(result, 'transport');
     expect(result.error?.details?.transport_code).toBe('UND_ERR_CLOSED');
@@ -124,7 +145,11 @@ describe('a dispatcher that throws from dispatch()', () => {
 describe('a dispatcher composed with an interceptor', () => {
   it('sees every request the connector makes and passes the answer through', async () => {
     const mock = mockAgent();
-    mock.get(ORIGIN).intercept({ path: `/v1/runs/${RUN_ID}`, method: 'GET' }).reply(200, STATUS, { headers: { 'content-type': 'application/json' } }).times(2);
+    mock
+      .get(ORIGIN)
+      .intercept({ path: `/v1/runs/${RUN_ID}`, method: 'GET' })
+      .reply(200, STATUS, { headers: { 'content-type': 'application/json' } })
+      .times(2);
     const seen: string[] = [];
     const composed = mock.compose((dispatch) => (options, handler) => {
       seen.push(`${options.method} ${options.path}`);

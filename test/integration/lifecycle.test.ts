@@ -86,7 +86,13 @@ describe('full lifecycle over loopback', () => {
   test('a stream cut mid-run is reported as incomplete and reconciled through status, never as completed', async () => {
     const runId = await h.startRun({
       input: 'cut me',
-      sim_script: [{ type: 'delta', text: 'before cut' }, { type: 'sleep', ms: 50 }, { type: 'cut' }, { type: 'delta', text: 'lost' }, { type: 'complete', output: 'done' }],
+      sim_script: [
+        { type: 'delta', text: 'before cut' },
+        { type: 'sleep', ms: 50 },
+        { type: 'cut' },
+        { type: 'delta', text: 'lost' },
+        { type: 'complete', output: 'done' },
+      ],
     });
     const events = await h.invoke({ capability_id: h.cap('run_events'), input: { run_id: runId } });
 

@@ -17,7 +17,9 @@ const PREFIX = 'connector.hermes_agent.';
 function scriptWithBytes(body: Record<string, unknown>): RunStep[] {
   const steps = Array.isArray(body['sim_script']) ? (body['sim_script'] as Array<Record<string, unknown>>) : [];
   return steps.map((step) =>
-    step['type'] === 'raw' && typeof step['hex'] === 'string' ? { type: 'raw', data: new Uint8Array(Buffer.from(step['hex'], 'hex')) } : (step as unknown as RunStep),
+    step['type'] === 'raw' && typeof step['hex'] === 'string'
+      ? { type: 'raw', data: new Uint8Array(Buffer.from(step['hex'], 'hex')) }
+      : (step as unknown as RunStep),
   );
 }
 
@@ -42,7 +44,12 @@ function expectFailure(result: AipActionResult, code: string, extra: { remote_st
 
 const frame = (event: Record<string, unknown>) => `data: ${JSON.stringify(event)}\n\n`;
 
-async function readEvents(h: Harness, runId: string, extra: { max_events?: number } = {}, context?: ExecutionContext): Promise<{ result: AipActionResult; requests: number }> {
+async function readEvents(
+  h: Harness,
+  runId: string,
+  extra: { max_events?: number } = {},
+  context?: ExecutionContext,
+): Promise<{ result: AipActionResult; requests: number }> {
   const before = h.sim.requests.length;
   const result = await h.invoke({ capability_id: h.cap('run_events'), input: { run_id: runId, ...extra } }, context);
   return { result, requests: h.sim.requests.length - before };
@@ -75,7 +82,12 @@ describe('limits.maxSseFrameBytes', () => {
         { type: 'complete' },
       ],
     });
-    const { result, requests } = await readEvents(h, runId, {}, approveOnRequest(h, () => runId));
+    const { result, requests } = await readEvents(
+      h,
+      runId,
+      {},
+      approveOnRequest(h, () => runId),
+    );
     expectFailure(result, 'invalid_response', { remote_status: 200 });
     expect(requests).toBe(2); // the events stream and the approval
     const output = result.output as EventsOutput;
@@ -89,7 +101,11 @@ describe('limits.maxSseFrameBytes', () => {
     const h = await harness({ connector: { limits: { maxSseFrameBytes: 1024 } } });
     const runId = await h.startRun({
       input: 'hi',
-      sim_script: [{ type: 'delta', text: 'small' }, { type: 'raw', data: frame({ event: 'message.delta', run_id: 'x', timestamp: 1, delta: 'y'.repeat(2048) }) }, { type: 'complete' }],
+      sim_script: [
+        { type: 'delta', text: 'small' },
+        { type: 'raw', data: frame({ event: 'message.delta', run_id: 'x', timestamp: 1, delta: 'y'.repeat(2048) }) },
+        { type: 'complete' },
+      ],
     });
     const { result } = await readEvents(h, runId);
     expectFailure(result, 'invalid_response', { remote_status: 200 });
@@ -98,7 +114,13 @@ describe('limits.maxSseFrameBytes', () => {
 
   it('frames under the limit pass (control)', async () => {
     const h = await harness({ connector: { limits: { maxSseFrameBytes: 1024 } } });
-    const runId = await h.startRun({ input: 'hi', sim_script: [{ type: 'delta', text: 'y'.repeat(500) }, { type: 'complete', output: 'ok' }] });
+    const runId = await h.startRun({
+      input: 'hi',
+      sim_script: [
+        { type: 'delta', text: 'y'.repeat(500) },
+        { type: 'complete', output: 'ok' },
+      ],
+    });
     const { result } = await readEvents(h, runId);
     expect(result.status, JSON.stringify(result.error)).toBe('completed');
     expect((result.output as EventsOutput).text).toBe('y'.repeat(500));
@@ -131,8 +153,16 @@ describe('limits.maxStreamResponseBytes', () => {
     let runId = '';
     const deltas = Array.from({ length: 60 }, (_, n) => ({ type: 'delta', text: `${String(n).padStart(2, '0')}${'-'.repeat(98)}` }));
     // The approval holds the bulk back until the reader has consumed the first events.
-    runId = await h.startRun({ input: 'hi', sim_script: [{ type: 'delta', text: 'first ' }, { type: 'approval', command: 'ls' }, ...deltas, { type: 'complete' }] });
-    const { result } = await readEvents(h, runId, {}, approveOnRequest(h, () => runId));
+    runId = await h.startRun({
+      input: 'hi',
+      sim_script: [{ type: 'delta', text: 'first ' }, { type: 'approval', command: 'ls' }, ...deltas, { type: 'complete' }],
+    });
+    const { result } = await readEvents(
+      h,
+      runId,
+      {},
+      approveOnRequest(h, () => runId),
+    );
     expectFailure(result, 'invalid_response', { remote_status: 200 });
     const output = result.output as EventsOutput;
     expect(output.http_status).toBe(200);
@@ -219,7 +249,10 @@ describe('stream content', () => {
   it('invalid UTF-8 bytes in the stream are invalid_response', async () => {
     const h = await harness();
     const bad = Buffer.concat([Buffer.from('data: {"event": "message.delta", "delta": "'), Buffer.from([0xff, 0xfe, 0xc3]), Buffer.from('"}\n\n')]);
-    const runId = await h.startRun({ input: 'hi', sim_script: [{ type: 'delta', text: 'ok ' }, { type: 'raw', hex: bad.toString('hex') }, { type: 'complete' }] });
+    const runId = await h.startRun({
+      input: 'hi',
+      sim_script: [{ type: 'delta', text: 'ok ' }, { type: 'raw', hex: bad.toString('hex') }, { type: 'complete' }],
+    });
     const { result } = await readEvents(h, runId);
     expectFailure(result, 'invalid_response', { remote_status: 200 });
     const output = result.output as EventsOutput;
@@ -230,7 +263,10 @@ describe('stream content', () => {
   it('an SSE request answered 200 with application/json is invalid_response', async () => {
     const h = await harness();
     const runId = await h.startRun({ input: 'hi', sim_script: script.quick() });
-    h.sim.injectFault({ route: 'events', response: { status: 200, headers: { 'Content-Type': 'application/json' }, body: '{"event": "run.completed", "output": "fake"}' } });
+    h.sim.injectFault({
+      route: 'events',
+      response: { status: 200, headers: { 'Content-Type': 'application/json' }, body: '{"event": "run.completed", "output": "fake"}' },
+    });
     const { result, requests } = await readEvents(h, runId);
     expectFailure(result, 'invalid_response', { remote_status: 200 });
     expect(requests).toBe(1);

@@ -40,7 +40,10 @@ async function waitForStatus(h: Harness, runId: string, wanted: string): Promise
 /** A restart drops every connection; wait until a request gets through again (bounded, not timed). */
 async function restart(h: Harness): Promise<void> {
   h.sim.restart();
-  await eventually(async () => (await status(h, `run_${'f'.repeat(32)}`)).error?.code === `${PREFIX}not_found` || undefined, 'the simulator to answer after its restart');
+  await eventually(
+    async () => (await status(h, `run_${'f'.repeat(32)}`)).error?.code === `${PREFIX}not_found` || undefined,
+    'the simulator to answer after its restart',
+  );
 }
 
 describe('later profile', () => {
@@ -136,7 +139,10 @@ describe('later profile', () => {
 
 describe('v0.19 profile (Hermes 0.19.0)', () => {
   const v019: HarnessOptions = { simulator: { profile: 'v0.19', toolInterruptLagMs: 300 } };
-  const slowTool = [{ type: 'tool', tool: 'terminal', preview: 'sleep 30', runMs: 30_000 }, { type: 'complete', output: 'late' }];
+  const slowTool = [
+    { type: 'tool', tool: 'terminal', preview: 'sleep 30', runMs: 30_000 },
+    { type: 'complete', output: 'late' },
+  ];
 
   it('the 202 body has no replayed field', async () => {
     const h = await harness(v019);

@@ -20,7 +20,8 @@ describe.each(LEDGER_BACKENDS)('run bindings are per tenant: $name', (backend) =
     const h = await harness({ connector: { ledger } });
     const actionId = nextId('shared-act');
     const input = { body: { input: 'long', sim_script: script.long() } };
-    const start = (context: typeof A) => h.connector.invoke({ id: actionId, capability_id: h.cap('run_start'), input, idempotency_key: nextId('key') }, context);
+    const start = (context: typeof A) =>
+      h.connector.invoke({ id: actionId, capability_id: h.cap('run_start'), input, idempotency_key: nextId('key') }, context);
     const runA = runIdOf(await start(A));
     const runB = runIdOf(await start(B));
     expect(runA).not.toBe(runB);

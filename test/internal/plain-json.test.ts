@@ -40,11 +40,36 @@ function reason(value: unknown): string | undefined {
 }
 
 const exotic = fc.oneof(
-  fc.constantFrom<unknown>(undefined, null, -0, NaN, Infinity, -Infinity, Symbol('s'), () => 1, 10n, new Date(0), new Date(NaN), /re/g, new Map([[1, 2]]), new Set([1])),
+  fc.constantFrom<unknown>(
+    undefined,
+    null,
+    -0,
+    NaN,
+    Infinity,
+    -Infinity,
+    Symbol('s'),
+    () => 1,
+    10n,
+    new Date(0),
+    new Date(NaN),
+    /re/g,
+    new Map([[1, 2]]),
+    new Set([1]),
+  ),
   fc.constantFrom<unknown>(Object(1), Object(-0), Object('boxed'), Object(false), Object(10n), Object(Symbol('boxed'))),
-  fc.constantFrom<unknown>(Object.assign(() => 1, { toJSON: () => 'a function with toJSON' }), { toJSON: () => 'from toJSON' }, { toJSON: (key: string) => `key:${key}` }, { toJSON: () => undefined }, { toJSON: () => 10n }),
+  fc.constantFrom<unknown>(
+    Object.assign(() => 1, { toJSON: () => 'a function with toJSON' }),
+    { toJSON: () => 'from toJSON' },
+    { toJSON: (key: string) => `key:${key}` },
+    { toJSON: () => undefined },
+    { toJSON: () => 10n },
+  ),
   fc.constantFrom<unknown>(Object.assign(Object(2), { valueOf: () => 3 }), Object.assign(Object('a'), { toString: () => 'b' })),
-  fc.constantFrom<unknown>(JSON.parse('{"__proto__": {"polluted": true}, "a": 1}'), Object.create(null), Object.assign(Object.create({ inherited: 1 }), { own: 2 })),
+  fc.constantFrom<unknown>(
+    JSON.parse('{"__proto__": {"polluted": true}, "a": 1}'),
+    Object.create(null),
+    Object.assign(Object.create({ inherited: 1 }), { own: 2 }),
+  ),
   fc.constantFrom<unknown>([, 1, , 2], new Uint8Array([1, 2]), { 2: 'b', 1: 'a', x: 'c' }),
 );
 
@@ -101,7 +126,21 @@ describe('plainJsonCopy is JSON.parse(JSON.stringify(value))', () => {
   it('refuses what the round trip cannot copy: BigInt, throwing getters and toJSON, revoked proxies', () => {
     const { proxy, revoke } = Proxy.revocable({}, {});
     revoke();
-    for (const value of [{ n: 1n }, Object.defineProperty({}, 'x', { enumerable: true, get: () => { throw new Error('no'); } }), { toJSON: () => { throw new Error('no'); } }, [proxy]]) {
+    for (const value of [
+      { n: 1n },
+      Object.defineProperty({}, 'x', {
+        enumerable: true,
+        get: () => {
+          throw new Error('no');
+        },
+      }),
+      {
+        toJSON: () => {
+          throw new Error('no');
+        },
+      },
+      [proxy],
+    ]) {
       expect(roundTrip(value)).toStrictEqual({ threw: true });
       expect(reason(value)).toBe('not_json');
     }

@@ -169,8 +169,8 @@ describe.each(INSPECTABLE_BACKENDS)('crash recovery: $name ledger', (backend) =>
     h.sim.restart();
     await eventually(
       async () =>
-        (await b.invoke({ id: nextId(), capability_id: `cap:hermes_agent:${ENDPOINT}:run_status`, input: { run_id: UNKNOWN_RUN } })).error?.code === `${PREFIX}not_found` ||
-        undefined,
+        (await b.invoke({ id: nextId(), capability_id: `cap:hermes_agent:${ENDPOINT}:run_status`, input: { run_id: UNKNOWN_RUN } })).error?.code ===
+          `${PREFIX}not_found` || undefined,
       'the simulator to answer after its restart',
     );
     const lostAt = (clock.t += 1000);

@@ -45,7 +45,10 @@ describe.each(LEDGER_BACKENDS)('run evidence: $name ledger', (backend) => {
     const status = (runId: string) => h.invoke({ capability_id: h.cap('run_status'), input: { run_id: runId } });
     const events = (runId: string, context?: ExecutionContext) => h.invoke({ capability_id: h.cap('run_events'), input: { run_id: runId } }, context);
     const stop = (runId: string) =>
-      h.invoke({ capability_id: h.cap('run_stop'), input: { run_id: runId }, idempotency_key: nextId('key') }, { approval: grantFor({ run_id: runId }, {}, clock.t) });
+      h.invoke(
+        { capability_id: h.cap('run_stop'), input: { run_id: runId }, idempotency_key: nextId('key') },
+        { approval: grantFor({ run_id: runId }, {}, clock.t) },
+      );
     const approve = (runId: string) => {
       const input = { run_id: runId, choice: 'once' };
       return h.invoke({ capability_id: h.cap('run_approval'), input, idempotency_key: nextId('key') }, { approval: grantFor(input, {}, clock.t) });
@@ -142,7 +145,13 @@ describe.each(LEDGER_BACKENDS)('run evidence: $name ledger', (backend) => {
 
     it('a failing run: terminal_event run.failed, last_status failed', async () => {
       const { h, clock, events, started } = await setup();
-      const { runId, evidence } = await started({ input: 'hi', sim_script: [{ type: 'delta', text: 'x' }, { type: 'fail', error: 'boom' }] });
+      const { runId, evidence } = await started({
+        input: 'hi',
+        sim_script: [
+          { type: 'delta', text: 'x' },
+          { type: 'fail', error: 'boom' },
+        ],
+      });
       const at = clock.tick();
       await events(runId);
       expect(await h.connector.evidence(runId)).toEqual({ ...evidence, updated_at: at, last_status: 'failed', terminal_event: 'run.failed' });
@@ -176,7 +185,13 @@ describe.each(LEDGER_BACKENDS)('run evidence: $name ledger', (backend) => {
       const { h, clock, events, approve, started } = await setup();
       const { runId, evidence } = await started({
         input: 'hi',
-        sim_script: [{ type: 'delta', text: 'before' }, { type: 'approval', command: 'ls' }, { type: 'cut' }, { type: 'sleep', ms: 60_000 }, { type: 'complete' }],
+        sim_script: [
+          { type: 'delta', text: 'before' },
+          { type: 'approval', command: 'ls' },
+          { type: 'cut' },
+          { type: 'sleep', ms: 60_000 },
+          { type: 'complete' },
+        ],
       });
       // The cut must reach a live subscriber: the script waits at its approval until the reader has seen it.
       const onChunk: ExecutionContext['onChunk'] = async (chunk) => {

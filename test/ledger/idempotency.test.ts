@@ -35,7 +35,11 @@ const runIdOf = (result: AipActionResult) => (result.output as { run_id: string 
 
 /** What a replay must be: the original, under the new action id, marked replayed with the original action id. */
 function replayOf(original: AipActionResult, actionId: string): AipActionResult {
-  return { ...original, action_id: actionId, receipt: { ...original.receipt!, replayed: true, replayed_by: 'connector', original_action_id: original.action_id } };
+  return {
+    ...original,
+    action_id: actionId,
+    receipt: { ...original.receipt!, replayed: true, replayed_by: 'connector', original_action_id: original.action_id },
+  };
 }
 
 function expectCompletedFresh(result: AipActionResult): void {
@@ -160,7 +164,11 @@ describe.each(LEDGER_BACKENDS)('idempotency through the connector: $name ledger'
       const gate = gateSettlesUntilInFlightSeen([store.ledger]);
       const hole = await startBlackHole();
       const leaseMs = 600;
-      const connector = createHermesConnector({ endpoints: [{ id: ENDPOINT, baseUrl: hole.url, apiKey: API_KEY }], ledger: gate.ledgers[0]!, idempotencyLeaseMs: leaseMs });
+      const connector = createHermesConnector({
+        endpoints: [{ id: ENDPOINT, baseUrl: hole.url, apiKey: API_KEY }],
+        ledger: gate.ledgers[0]!,
+        idempotencyLeaseMs: leaseMs,
+      });
       const capability = `cap:hermes_agent:${ENDPOINT}:run_start`;
       const key = nextId('key');
       const input = { body: { input: 'slow' } };
@@ -462,8 +470,9 @@ describe.each(LEDGER_BACKENDS)('idempotency through the connector: $name ledger'
     const stopKey = nextId('key');
     await stop(h, runId, stopKey);
     expect(startPosts(h).map((request) => request.headers['idempotency-key'])).toEqual([providerKeyOf(h.cap('run_start'), startKey)]);
-    expect(posts(h, `/v1/runs/${runId}/approval`).map((request) => request.headers['idempotency-key'])).toEqual([providerKeyOf(h.cap('run_approval'), approvalKey)]);
+    expect(posts(h, `/v1/runs/${runId}/approval`).map((request) => request.headers['idempotency-key'])).toEqual([
+      providerKeyOf(h.cap('run_approval'), approvalKey),
+    ]);
     expect(posts(h, `/v1/runs/${runId}/stop`).map((request) => request.headers['idempotency-key'])).toEqual([providerKeyOf(h.cap('run_stop'), stopKey)]);
   });
 });
-

@@ -99,7 +99,7 @@ describe.each(LEDGER_BACKENDS)('job records: $name', (backend) => {
     expect(await ledger.claimJob('sesn_unknown', 'toolu_unknown', 'bridge-b', T0, T0 + LEASE)).toBeNull();
   });
 
-  it('renewJobLease extends only the owner\'s lease; an expiry at now gives the job up', async () => {
+  it("renewJobLease extends only the owner's lease; an expiry at now gives the job up", async () => {
     const ledger = await fresh();
     const job = jobOf();
     await ledger.createJob(job);

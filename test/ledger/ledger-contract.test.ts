@@ -322,7 +322,10 @@ describe.each(LEDGER_BACKENDS)('RunLedger contract: $name', (backend) => {
         expect(await ledger.claim(again)).toEqual({ claimed: true });
       }
       expect(await ledger.get(late, T0 + 29)).toEqual(inFlightRecord(late));
-      expect(await ledger.claim(claimOf({ idempotency_key: late.idempotency_key, owner: 'owner-b', now: T0 }))).toEqual({ claimed: false, record: inFlightRecord(late) });
+      expect(await ledger.claim(claimOf({ idempotency_key: late.idempotency_key, owner: 'owner-b', now: T0 }))).toEqual({
+        claimed: false,
+        record: inFlightRecord(late),
+      });
     });
 
     it('an empty ledger purges 0', async () => {
@@ -380,7 +383,10 @@ describe.each(LEDGER_BACKENDS)('RunLedger contract: $name', (backend) => {
       const ledger = await fresh();
       const binding = evidenceOf({ last_status: 'running', terminal_event: 'run.completed', evidence_lost: true });
       await ledger.recordRun(binding);
-      await ledger.updateRun({ run_id: binding.run_id, endpoint_id: 'local', tenant_id: binding.tenant_id }, { updated_at: T0 + 5, last_status: undefined, terminal_event: undefined, evidence_lost: undefined });
+      await ledger.updateRun(
+        { run_id: binding.run_id, endpoint_id: 'local', tenant_id: binding.tenant_id },
+        { updated_at: T0 + 5, last_status: undefined, terminal_event: undefined, evidence_lost: undefined },
+      );
       expect(await ledger.evidence(binding.action_id)).toEqual({ ...binding, updated_at: T0 + 5 });
     });
 
@@ -388,7 +394,10 @@ describe.each(LEDGER_BACKENDS)('RunLedger contract: $name', (backend) => {
       const ledger = await fresh();
       const binding = evidenceOf();
       await ledger.recordRun(binding);
-      await ledger.updateRun({ run_id: binding.run_id, endpoint_id: 'other-endpoint', tenant_id: binding.tenant_id }, { updated_at: T0 + 9, last_status: 'completed' });
+      await ledger.updateRun(
+        { run_id: binding.run_id, endpoint_id: 'other-endpoint', tenant_id: binding.tenant_id },
+        { updated_at: T0 + 9, last_status: 'completed' },
+      );
       expect(await ledger.evidence(binding.action_id)).toEqual(binding);
     });
 
@@ -445,7 +454,10 @@ describe.each(LEDGER_BACKENDS)('RunLedger contract: $name', (backend) => {
       expect(sortByAction(await ledger.openRuns())).toEqual(sortByAction(open));
 
       // An update that makes a run terminal or lost takes it out.
-      await ledger.updateRun({ run_id: open[0]!.run_id, endpoint_id: 'local', tenant_id: open[0]!.tenant_id }, { updated_at: T0 + 20, last_status: 'completed', terminal_event: 'run.completed' });
+      await ledger.updateRun(
+        { run_id: open[0]!.run_id, endpoint_id: 'local', tenant_id: open[0]!.tenant_id },
+        { updated_at: T0 + 20, last_status: 'completed', terminal_event: 'run.completed' },
+      );
       await ledger.updateRun({ run_id: open[1]!.run_id, endpoint_id: 'local', tenant_id: open[1]!.tenant_id }, { updated_at: T0 + 20, evidence_lost: true });
       expect(sortByAction(await ledger.openRuns())).toEqual(sortByAction(open.slice(2)));
     });
@@ -500,15 +512,23 @@ describe.each(LEDGER_BACKENDS)('RunLedger contract: $name', (backend) => {
     const verdict = (index: number): AipActionResult => ({
       action_id: `act_verdict_${index}`,
       status: 'failed',
-      error: { code: 'connector.hermes_agent.outcome_unknown', message: 'unknown', category: 'connector', retryable: false, details: { uncertain_outcome: true } },
+      error: {
+        code: 'connector.hermes_agent.outcome_unknown',
+        message: 'unknown',
+        category: 'connector',
+        retryable: false,
+        details: { uncertain_outcome: true },
+      },
     });
-    const settled = await Promise.all(Array.from({ length: 10 }, (_, index) => ledgers[index % 2]!.settleAbandoned(request, request.lease_expires_at + 1, verdict(index))));
+    const settled = await Promise.all(
+      Array.from({ length: 10 }, (_, index) => ledgers[index % 2]!.settleAbandoned(request, request.lease_expires_at + 1, verdict(index))),
+    );
     const winners = settled.flatMap((won, index) => (won ? [index] : []));
     expect(winners).toHaveLength(1);
     expect((await ledgers[1]!.get(request, T0))?.result).toEqual(verdict(winners[0]!));
   });
 
-  it('a second ledger over the same store sees the first one\'s records and bindings', async () => {
+  it("a second ledger over the same store sees the first one's records and bindings", async () => {
     const store = await backend.create();
     const request = claimOf();
     await store.ledger.claim(request);
@@ -524,7 +544,10 @@ describe.each(LEDGER_BACKENDS)('RunLedger contract: $name', (backend) => {
 
 describe.each(INSPECTABLE_BACKENDS)('schema migrations: $name', (backend) => {
   const versions = async (store: { query(sql: string): Promise<Array<Record<string, unknown>>> }) =>
-    (await store.query('SELECT version, applied_at FROM ledger_schema_migrations ORDER BY version')).map((row) => ({ version: Number(row.version), applied_at: Number(row.applied_at) }));
+    (await store.query('SELECT version, applied_at FROM ledger_schema_migrations ORDER BY version')).map((row) => ({
+      version: Number(row.version),
+      applied_at: Number(row.applied_at),
+    }));
 
   it('the first use creates ledger_schema_migrations with version 1 exactly once, and every version once', async () => {
     const store = await backend.create();

@@ -43,7 +43,11 @@ describe.skipIf(!PG_URL)('two connector replicas on one PostgreSQL ledger', () =
     const replayed = results.filter((result) => result.receipt?.replayed === true);
     expect(replayed).toHaveLength(1);
     const original = results.find((result) => result.receipt?.replayed !== true)!;
-    expect(replayed[0]).toEqual({ ...original, action_id: replayed[0]!.action_id, receipt: { ...original.receipt, replayed: true, replayed_by: 'connector', original_action_id: original.action_id } });
+    expect(replayed[0]).toEqual({
+      ...original,
+      action_id: replayed[0]!.action_id,
+      receipt: { ...original.receipt, replayed: true, replayed_by: 'connector', original_action_id: original.action_id },
+    });
   };
 
   it('the same run_start from both at the same moment: one POST /v1/runs, the same result for both, one marked replayed', async () => {

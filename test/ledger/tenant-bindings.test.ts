@@ -6,7 +6,16 @@
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { AmbiguousEvidenceError, ConnectorConfigError, createMemoryLedger, createPostgresLedger, createSqliteLedger, type GrantUse, type RunEvidence, type RunLedger } from 'aip-connector-hermes-agent';
+import {
+  AmbiguousEvidenceError,
+  ConnectorConfigError,
+  createMemoryLedger,
+  createPostgresLedger,
+  createSqliteLedger,
+  type GrantUse,
+  type RunEvidence,
+  type RunLedger,
+} from 'aip-connector-hermes-agent';
 import { MIGRATIONS } from '../../src/ledger/migrations.js';
 import { LEDGER_BACKENDS, PG_URL, createPgSchema } from '../helpers/ledgers.js';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -69,7 +78,7 @@ describe.each(LEDGER_BACKENDS)('tenant-scoped bindings: $name', (backend) => {
     expect(await ledger.evidence(b.run_id, 'tenant-a')).toBeNull();
   });
 
-  it('updateRun touches only the given tenant\'s binding of the run', async () => {
+  it("updateRun touches only the given tenant's binding of the run", async () => {
     const ledger = await fresh();
     const a = bindingOf();
     const b = bindingOf({ tenant_id: 'tenant-b', run_id: a.run_id });
@@ -191,7 +200,10 @@ describe('an existing ledger at schema version 3 upgrades to per-tenant bindings
     const path = join(dir, 'ledger.db');
     try {
       const db = new Database(path);
-      await upgradeCase(async (sql) => void db.exec(sql), () => createSqliteLedger({ path }));
+      await upgradeCase(
+        async (sql) => void db.exec(sql),
+        () => createSqliteLedger({ path }),
+      );
       db.close();
     } finally {
       rmSync(dir, { recursive: true, force: true });
@@ -203,7 +215,10 @@ describe('an existing ledger at schema version 3 upgrades to per-tenant bindings
     const client = new pg.Client({ connectionString });
     await client.connect();
     try {
-      await upgradeCase(async (sql) => void (await client.query(sql)), () => createPostgresLedger({ connectionString }));
+      await upgradeCase(
+        async (sql) => void (await client.query(sql)),
+        () => createPostgresLedger({ connectionString }),
+      );
     } finally {
       await client.end();
       await drop();
@@ -228,8 +243,24 @@ describe('the memory ledger is bounded', () => {
     const recent = bindingOf({ created_at: T0 + 500, updated_at: T0 + 500 });
     for (const binding of [old, touched, recent]) await ledger.recordRun(binding);
     await ledger.updateRun(refOf(touched), { updated_at: T0 + 600 });
-    const job = { session_id: 's', tool_use_id: 't', tool_name: 'n', tool_input: {}, action_id: 'a', idempotency_key: 'k', run_id: null, state: 'done' as const,
-      kickoff: 'accepted' as const, kickoff_event_id: null, final_status: 'completed' as const, final_event_id: null, created_at: T0, updated_at: T0, lease_owner: null, lease_expires_at: null };
+    const job = {
+      session_id: 's',
+      tool_use_id: 't',
+      tool_name: 'n',
+      tool_input: {},
+      action_id: 'a',
+      idempotency_key: 'k',
+      run_id: null,
+      state: 'done' as const,
+      kickoff: 'accepted' as const,
+      kickoff_event_id: null,
+      final_status: 'completed' as const,
+      final_event_id: null,
+      created_at: T0,
+      updated_at: T0,
+      lease_owner: null,
+      lease_expires_at: null,
+    };
     await ledger.createJob(job);
     await ledger.createJob({ ...job, tool_use_id: 'live', state: 'running', final_status: null });
 

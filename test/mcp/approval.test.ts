@@ -19,7 +19,15 @@ function fakeServer(answer: () => Promise<unknown>, capabilities: unknown = { el
 }
 
 const ask = (server: Server) =>
-  askForApproval({ server, tool: stop as NonNullable<typeof stop>, input: { run_id: 'run_1' }, principalId: 'user:ada', requestId: 7, signal: new AbortController().signal, now: () => NOW });
+  askForApproval({
+    server,
+    tool: stop as NonNullable<typeof stop>,
+    input: { run_id: 'run_1' },
+    principalId: 'user:ada',
+    requestId: 7,
+    signal: new AbortController().signal,
+    now: () => NOW,
+  });
 
 describe('askForApproval', () => {
   it('turns an explicit approve into a fresh 15-minute grant whose snapshot is the input', async () => {
@@ -33,7 +41,13 @@ describe('askForApproval', () => {
       evidence: {
         reason: 'runaway run',
         inputSnapshot: { run_id: 'run_1' },
-        policyDecision: { policy: 'mcp_elicitation', method: 'elicitation/create', decided_by: 'user:ada', client: { name: 'desk', version: '1.2.3' }, tool: 'hermes_prod_run_stop' },
+        policyDecision: {
+          policy: 'mcp_elicitation',
+          method: 'elicitation/create',
+          decided_by: 'user:ada',
+          client: { name: 'desk', version: '1.2.3' },
+          tool: 'hermes_prod_run_stop',
+        },
       },
     });
     expect(APPROVAL_WINDOW_MS).toBe(15 * 60 * 1000);

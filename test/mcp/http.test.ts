@@ -13,7 +13,13 @@ async function httpServer(): Promise<{ url: string; sim: Awaited<ReturnType<type
   const { sim, folder } = await simulatorWithConfig();
   writeFileSync(join(folder, 'ada.token'), `${TOKEN_ADA}\n`, { mode: 0o600 });
   const configPath = writeConfig(folder, sim.url, {
-    mcp: { tenantId: 'tenant-a', tokens: [{ tokenFile: 'ada.token', principalId: 'user:ada' }, { tokenEnv: 'BOB_MCP_TOKEN', principalId: 'user:bob' }] },
+    mcp: {
+      tenantId: 'tenant-a',
+      tokens: [
+        { tokenFile: 'ada.token', principalId: 'user:ada' },
+        { tokenEnv: 'BOB_MCP_TOKEN', principalId: 'user:bob' },
+      ],
+    },
   });
   const child = spawnCli(['mcp', '--config', configPath, '--http', '--port', '0'], { env: { BOB_MCP_TOKEN: TOKEN_BOB } });
   let stderr = '';
@@ -36,7 +42,11 @@ const INITIALIZE = JSON.stringify({
 });
 
 function post(url: string, headers: Record<string, string>): Promise<Response> {
-  return fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers }, body: INITIALIZE });
+  return fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+    body: INITIALIZE,
+  });
 }
 
 describe('hermes-aip mcp --http', { timeout: 60_000 }, () => {
@@ -91,7 +101,12 @@ describe('hermes-aip mcp --http', { timeout: 60_000 }, () => {
     const list = JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} });
     const asBob = await fetch(url, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${TOKEN_BOB}`, 'mcp-session-id': sessionId },
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        authorization: `Bearer ${TOKEN_BOB}`,
+        'mcp-session-id': sessionId,
+      },
       body: list,
     });
     expect(asBob.status).toBe(404);

@@ -27,17 +27,33 @@ describe('MCP Inspector CLI against hermes-aip mcp (stdio)', { timeout: 60_000 }
   it('lists the five tools and calls run_status', async () => {
     const { sim, configPath } = await simulatorWithConfig();
     const listed = (await inspect(configPath, ['--method', 'tools/list'])) as { tools: Array<{ name: string; outputSchema?: unknown }> };
-    expect(listed.tools.map((tool) => tool.name)).toEqual(['run_start', 'run_status', 'run_events', 'run_approval', 'run_stop'].map((op) => `hermes_local_${op}`));
+    expect(listed.tools.map((tool) => tool.name)).toEqual(
+      ['run_start', 'run_status', 'run_events', 'run_approval', 'run_stop'].map((op) => `hermes_local_${op}`),
+    );
     expect(listed.tools.every((tool) => tool.outputSchema !== undefined)).toBe(true);
 
-    const started = await fetch(`${sim.url}/v1/runs`, { method: 'POST', headers: { authorization: `Bearer ${SIM_KEY}`, 'content-type': 'application/json' }, body: '{"input":"hello"}' });
+    const started = await fetch(`${sim.url}/v1/runs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${SIM_KEY}`, 'content-type': 'application/json' },
+      body: '{"input":"hello"}',
+    });
     const { run_id: runId } = (await started.json()) as { run_id: string };
     // --tool-arg takes several values: another option must follow it, not the `--`.
-    const status = (await inspect(configPath, ['--tool-arg', `run_id=${runId}`, '--method', 'tools/call', '--tool-name', 'hermes_local_run_status'])) as Record<string, unknown>;
+    const status = (await inspect(configPath, ['--tool-arg', `run_id=${runId}`, '--method', 'tools/call', '--tool-name', 'hermes_local_run_status'])) as Record<
+      string,
+      unknown
+    >;
     expect(status['isError']).toBeUndefined();
     expect(status['structuredContent']).toMatchObject({ object: 'hermes.run', run_id: runId });
 
-    const unknown = (await inspect(configPath, ['--tool-arg', 'run_id=run_unknown', '--method', 'tools/call', '--tool-name', 'hermes_local_run_status'])) as Record<string, unknown>;
+    const unknown = (await inspect(configPath, [
+      '--tool-arg',
+      'run_id=run_unknown',
+      '--method',
+      'tools/call',
+      '--tool-name',
+      'hermes_local_run_status',
+    ])) as Record<string, unknown>;
     expect(unknown).toMatchObject({ isError: true, structuredContent: { error: { code: 'connector.hermes_agent.not_found' } } });
   });
 });

@@ -1,17 +1,6 @@
 import { createConnection, createServer, type AddressInfo, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  SIM_KEY,
-  answer,
-  approvalRequests,
-  call,
-  progressMessages,
-  simulatorWithConfig,
-  startRun,
-  stdioClient,
-  toolError,
-  writeConfig,
-} from './helpers.js';
+import { SIM_KEY, answer, approvalRequests, call, progressMessages, simulatorWithConfig, startRun, stdioClient, toolError, writeConfig } from './helpers.js';
 
 const OPERATIONS = ['run_start', 'run_status', 'run_events', 'run_approval', 'run_stop'];
 
@@ -116,7 +105,15 @@ describe('hermes-aip mcp over stdio', { timeout: 60_000 }, () => {
   it('sends one progress notification per event to a client that asked for progress', async () => {
     const { configPath } = await simulatorWithConfig();
     const { client, received } = await stdioClient(['--config', configPath]);
-    const body = { input: 'x', sim_script: [{ type: 'delta', text: 'Hel' }, { type: 'tool', tool: 'terminal' }, { type: 'delta', text: 'lo' }, { type: 'complete', output: 'Hello' }] };
+    const body = {
+      input: 'x',
+      sim_script: [
+        { type: 'delta', text: 'Hel' },
+        { type: 'tool', tool: 'terminal' },
+        { type: 'delta', text: 'lo' },
+        { type: 'complete', output: 'Hello' },
+      ],
+    };
     const runId = await startRun(client, body);
     const result = await client.callTool({ name: 'hermes_local_run_events', arguments: { run_id: runId } }, undefined, { onprogress: () => {} });
     const output = result.structuredContent as { events: Array<{ event: string }>; text: string };
@@ -147,11 +144,16 @@ describe('hermes-aip mcp over stdio', { timeout: 60_000 }, () => {
     const { client, received, stderr } = await stdioClient(['--config', configPath]);
     const runId = await startRun(client, { input: 'x', sim_script: [{ type: 'delta', text: 'first' }, { type: 'sleep', ms: 20_000 }, { type: 'complete' }] });
     const cancel = new AbortController();
-    const pending = client.callTool({ name: 'hermes_local_run_events', arguments: { run_id: runId } }, undefined, { onprogress: () => {}, signal: cancel.signal });
+    const pending = client.callTool({ name: 'hermes_local_run_events', arguments: { run_id: runId } }, undefined, {
+      onprogress: () => {},
+      signal: cancel.signal,
+    });
     await expect.poll(() => progressMessages(received).length, { timeout: 10_000 }).toBe(1);
     cancel.abort('the person moved on');
     await expect(pending).rejects.toThrow();
-    await expect.poll(stderr, { timeout: 10_000 }).toMatch(/"tool":"hermes_local_run_events".*"code":"connector\.hermes_agent\.cancelled".*tool call cancelled by the client/);
+    await expect
+      .poll(stderr, { timeout: 10_000 })
+      .toMatch(/"tool":"hermes_local_run_events".*"code":"connector\.hermes_agent\.cancelled".*tool call cancelled by the client/);
     // The SSE connection is closed; the run itself goes on.
     expect(proxy.eventStreams()).toEqual([{ closed: true }]);
     expect(sim.run(runId)?.status).toBe('running');

@@ -11,7 +11,13 @@ describe('MCP tool names', () => {
   it('names every capability hermes_<endpoint>_<operation>, within MCP limits', () => {
     const longest = 'e'.repeat(108);
     const names = toolsFor('prod', 'eu-west_2', longest).map((tool) => tool.name);
-    expect(names.slice(0, 5)).toEqual(['hermes_prod_run_start', 'hermes_prod_run_status', 'hermes_prod_run_events', 'hermes_prod_run_approval', 'hermes_prod_run_stop']);
+    expect(names.slice(0, 5)).toEqual([
+      'hermes_prod_run_start',
+      'hermes_prod_run_status',
+      'hermes_prod_run_events',
+      'hermes_prod_run_approval',
+      'hermes_prod_run_stop',
+    ]);
     expect(names).toContain('hermes_eu-west_2_run_status');
     expect(Math.max(...names.map((name) => name.length))).toBe(128);
   });
@@ -22,7 +28,12 @@ describe('MCP tool names', () => {
   });
 
   it('refuses two pairs that would share one name', () => {
-    expect(() => checkedToolNames([{ endpointId: 'a_b', operation: 'c' }, { endpointId: 'a', operation: 'b_c' }])).toThrow(/hermes_a_b_c would stand for both a_b:c and a:b_c/);
+    expect(() =>
+      checkedToolNames([
+        { endpointId: 'a_b', operation: 'c' },
+        { endpointId: 'a', operation: 'b_c' },
+      ]),
+    ).toThrow(/hermes_a_b_c would stand for both a_b:c and a:b_c/);
   });
 });
 
@@ -56,7 +67,12 @@ describe('MCP tool schemas', () => {
     expect(validate({ run_id: 'run_1', choice: 'later' }).valid).toBe(false);
     expect(validate({ run_id: '..', choice: 'once' }).valid).toBe(false);
     expect(tools.filter((tool) => 'idempotency_key' in (tool.definition.inputSchema['properties'] as object)).map((tool) => tool.operation)).toEqual([
-      'run_start', 'run_approval', 'run_stop', 'run_start', 'run_approval', 'run_stop',
+      'run_start',
+      'run_approval',
+      'run_stop',
+      'run_start',
+      'run_approval',
+      'run_stop',
     ]);
   });
 });

@@ -30,7 +30,10 @@ interface RunPair {
 
 /** Text the fake model streams (as deltas) and Hermes repeats as `output`. */
 function textTurn(text: string): RunStep[] {
-  return [{ type: 'delta', text }, { type: 'complete', output: text }];
+  return [
+    { type: 'delta', text },
+    { type: 'complete', output: text },
+  ];
 }
 
 const AFTER_TOOL = textTurn('The command has finished.');
@@ -181,13 +184,17 @@ describe.skipIf(INSTALLED_PAIRS.length === 0).each(INSTALLED_PAIRS.length > 0 ? 
       await model?.close();
     }, START_TIMEOUT_MS);
 
-    test.each(Object.keys(SCENARIOS))('%s', async (name) => {
-      const scenario = SCENARIOS[name] as (play: Play) => Promise<void>;
-      const [real, simulated] = await Promise.all([
-        transcriptOf({ baseUrl: hermes.baseUrl, apiKey: hermes.apiKey }, scenario),
-        transcriptOf({ baseUrl: simulator.url, apiKey: simulatorKey }, scenario),
-      ]);
-      expect(simulated).toEqual(real);
-    }, SCENARIO_TIMEOUT_MS);
+    test.each(Object.keys(SCENARIOS))(
+      '%s',
+      async (name) => {
+        const scenario = SCENARIOS[name] as (play: Play) => Promise<void>;
+        const [real, simulated] = await Promise.all([
+          transcriptOf({ baseUrl: hermes.baseUrl, apiKey: hermes.apiKey }, scenario),
+          transcriptOf({ baseUrl: simulator.url, apiKey: simulatorKey }, scenario),
+        ]);
+        expect(simulated).toEqual(real);
+      },
+      SCENARIO_TIMEOUT_MS,
+    );
   },
 );

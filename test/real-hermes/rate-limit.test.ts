@@ -26,7 +26,11 @@ describeEachRelease('real Hermes %s with max_concurrent_runs 2', { timeout: SCEN
     }
     for (const runId of held) await waitForWaiting(endpoint, runId);
 
-    const result = await h.invoke({ capability_id: h.cap('run_start'), input: { body: { input: 'Reply with the single word: late' } }, idempotency_key: nextId('key') });
+    const result = await h.invoke({
+      capability_id: h.cap('run_start'),
+      input: { body: { input: 'Reply with the single word: late' } },
+      idempotency_key: nextId('key'),
+    });
     expect(result.error).toMatchObject({ code: 'connector.hermes_agent.rate_limited', category: 'temporary', retryable: true, retry_after_ms: 1000 });
     expect(result.error?.details).toMatchObject({ remote_status: 429, provider_code: 'rate_limit_exceeded' });
 
@@ -38,7 +42,11 @@ describeEachRelease('real Hermes %s with max_concurrent_runs 2', { timeout: SCEN
       expect(events.status, JSON.stringify(events.error)).toBe('completed');
     }
     // Both slots are free again once the runs have ended and their streams were read.
-    const after = await h.invoke({ capability_id: h.cap('run_start'), input: { body: { input: 'Reply with the single word: free' } }, idempotency_key: nextId('key') });
+    const after = await h.invoke({
+      capability_id: h.cap('run_start'),
+      input: { body: { input: 'Reply with the single word: free' } },
+      idempotency_key: nextId('key'),
+    });
     expect(after.status, JSON.stringify(after.error)).toBe('completed');
   });
 });

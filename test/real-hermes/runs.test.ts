@@ -118,7 +118,10 @@ describeEachRelease('real Hermes %s', { timeout: SCENARIO_TIMEOUT_MS }, (version
     expect(events.error).toBeUndefined();
     expect(output.terminal_event).toBe('run.cancelled');
     // 0.18.2 cancels the wrapper at once (no tool.completed); 0.19.0 lets the tool end first.
-    expect([['tool.started', 'run.cancelled'], ['tool.started', 'tool.completed', 'run.cancelled']]).toContainEqual(names(output));
+    expect([
+      ['tool.started', 'run.cancelled'],
+      ['tool.started', 'tool.completed', 'run.cancelled'],
+    ]).toContainEqual(names(output));
     await waitForStatus(runId, 'cancelled');
     await eventually(() => processesWorkingIn(endpoint.hermes.scratchDir).length === 0 || undefined, 'the interrupted command to exit', 500);
   });
@@ -171,9 +174,18 @@ describeEachRelease('real Hermes %s', { timeout: SCENARIO_TIMEOUT_MS }, (version
   });
 
   test("a body over Hermes' 10,000,000-byte limit maps to remote_rejected (413 body_too_large)", async () => {
-    const large = checkedConnector(createHermesConnector({ endpoints: [{ id: ENDPOINT, baseUrl: endpoint.proxy.url, apiKey: endpoint.hermes.apiKey }], limits: { maxRequestBodyBytes: 12 * MiB } }));
+    const large = checkedConnector(
+      createHermesConnector({
+        endpoints: [{ id: ENDPOINT, baseUrl: endpoint.proxy.url, apiKey: endpoint.hermes.apiKey }],
+        limits: { maxRequestBodyBytes: 12 * MiB },
+      }),
+    );
     try {
-      const result = await large.invoke({ capability_id: large.cap('run_start'), input: { body: { input: 'x'.repeat(10_000_100) } }, idempotency_key: nextId('key') });
+      const result = await large.invoke({
+        capability_id: large.cap('run_start'),
+        input: { body: { input: 'x'.repeat(10_000_100) } },
+        idempotency_key: nextId('key'),
+      });
       expect(result.error).toMatchObject({ code: `${PREFIX}remote_rejected`, category: 'permanent', retryable: false });
       expect(result.error?.details).toMatchObject({ remote_status: 413, provider_code: 'body_too_large' });
     } finally {

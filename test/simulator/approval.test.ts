@@ -32,7 +32,13 @@ describe('approval route', () => {
 
   it('sets running with last_event approval.responded right after the answer', async () => {
     const sim = await startSim();
-    const runId = await startRun(sim, scripted([{ type: 'approval', command: 'x' }, { type: 'sleep', ms: 60_000 }]));
+    const runId = await startRun(
+      sim,
+      scripted([
+        { type: 'approval', command: 'x' },
+        { type: 'sleep', ms: 60_000 },
+      ]),
+    );
     await waitForStatus(sim, runId, 'waiting_for_approval');
     expect(await statusOf(sim, runId)).toMatchObject({ status: 'waiting_for_approval', last_event: 'approval.request' });
     await approve(sim, runId, { choice: 'session' });
@@ -53,7 +59,13 @@ describe('approval route', () => {
 
   it('normalizes choices and rejects others with invalid_approval_choice', async () => {
     const sim = await startSim();
-    const runId = await startRun(sim, scripted([{ type: 'approval', command: 'x' }, { type: 'approval', command: 'y' }]));
+    const runId = await startRun(
+      sim,
+      scripted([
+        { type: 'approval', command: 'x' },
+        { type: 'approval', command: 'y' },
+      ]),
+    );
     await waitForStatus(sim, runId, 'waiting_for_approval');
     for (const choice of ['maybe', '', null, true, 1, ['once']]) {
       const answer = await approve(sim, runId, { choice });
@@ -94,11 +106,14 @@ describe('approval route', () => {
 
   it('denies on timeout and leaves the status at waiting_for_approval (the quirk)', async () => {
     const sim = await startSim({ approvalTimeoutMs: 20 });
-    const runId = await startRun(sim, scripted([
-      { type: 'approval', command: 'rm -rf /' },
-      { type: 'tool', tool: 'terminal' },
-      { type: 'sleep', ms: 60_000 },
-    ]));
+    const runId = await startRun(
+      sim,
+      scripted([
+        { type: 'approval', command: 'rm -rf /' },
+        { type: 'tool', tool: 'terminal' },
+        { type: 'sleep', ms: 60_000 },
+      ]),
+    );
     await waitFor(() => (sim.run(runId)?.events ?? []).some((event) => event['event'] === 'tool.completed'), 'tool after timeout');
     expect(sim.run(runId)?.status).toBe('waiting_for_approval');
     expect(sim.run(runId)?.pendingApprovals).toBe(0);

@@ -98,7 +98,13 @@ describe('answers match the captured bytes', () => {
 
   it('200 stop of a live run', async () => {
     const sim = await startSim();
-    const runId = await startRun(sim, scripted([{ type: 'delta', text: 'working' }, { type: 'sleep', ms: 60_000 }]));
+    const runId = await startRun(
+      sim,
+      scripted([
+        { type: 'delta', text: 'working' },
+        { type: 'sleep', ms: 60_000 },
+      ]),
+    );
     await waitForStatus(sim, runId, 'running');
     const { ours, capture } = await replay('20-stop-200.http', sim.port, runId);
     expectSameAnswer(ours, capture, runId);
@@ -116,9 +122,7 @@ describe('answers match the captured bytes', () => {
     const request = `POST /v1/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: 10000001\r\n\r\n`;
     const answer = await rawExchange(sim.port, request);
     expect(answer.statusLine).toBe('HTTP/1.1 413 Payload Too Large');
-    expect(answer.body).toBe(
-      '{"error": {"message": "Request body too large.", "type": "invalid_request_error", "param": null, "code": "body_too_large"}}',
-    );
+    expect(answer.body).toBe('{"error": {"message": "Request body too large.", "type": "invalid_request_error", "param": null, "code": "body_too_large"}}');
     expect(answer.header('Content-Type')).toBe('application/json; charset=utf-8');
   });
 });
@@ -177,9 +181,7 @@ describe('SSE frames match the captured bytes', () => {
       if (event === 'message.delta') continue; // two frames share the key; checked below
       expect(ourFrame).toBe(frame);
     }
-    expect(ourChunks.filter((f) => f.includes('"message.delta"')).map(normalize)).toEqual(
-      captured.filter((f) => f.includes('"message.delta"')).map(normalize),
-    );
+    expect(ourChunks.filter((f) => f.includes('"message.delta"')).map(normalize)).toEqual(captured.filter((f) => f.includes('"message.delta"')).map(normalize));
     expect(ourChunks.at(-1)).toBe(': stream closed\n\n');
     expect(ours.rawBody.endsWith('0\r\n\r\n')).toBe(true);
   });

@@ -1,21 +1,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  API_KEY,
-  call,
-  closeSims,
-  rawExchange,
-  scripted,
-  startRun,
-  startSim,
-  statusOf,
-  subscribe,
-  waitFor,
-  waitForStatus,
-} from './support.js';
+import { API_KEY, call, closeSims, rawExchange, scripted, startRun, startSim, statusOf, subscribe, waitFor, waitForStatus } from './support.js';
 
 afterEach(closeSims);
 
-const LONG = scripted([{ type: 'delta', text: 'x' }, { type: 'sleep', ms: 60_000 }]);
+const LONG = scripted([
+  { type: 'delta', text: 'x' },
+  { type: 'sleep', ms: 60_000 },
+]);
 
 describe('the 429 gate', () => {
   it('answers 429 with Retry-After: 1 before the body is sent', async () => {
@@ -28,7 +19,9 @@ describe('the 429 gate', () => {
     );
     expect(answer.statusLine).toBe('HTTP/1.1 429 Too Many Requests');
     expect(answer.header('Retry-After')).toBe('1');
-    expect(answer.body).toBe('{"error": {"message": "Too many concurrent runs (max 1)", "type": "rate_limit_error", "param": null, "code": "rate_limit_exceeded"}}');
+    expect(answer.body).toBe(
+      '{"error": {"message": "Too many concurrent runs (max 1)", "type": "rate_limit_error", "param": null, "code": "rate_limit_exceeded"}}',
+    );
     expect(sim.startCount()).toBe(1);
   });
 
@@ -64,7 +57,13 @@ describe('the 429 gate', () => {
 describe('the sweep', () => {
   it('at the pin drops old streams with their control refs; the status stays, stop 404, approval 409', async () => {
     const sim = await startSim({ streamTtlMs: 0, streamLookupMs: 10, maxConcurrentRuns: 1 });
-    const runId = await startRun(sim, scripted([{ type: 'approval', command: 'x' }, { type: 'sleep', ms: 60_000 }]));
+    const runId = await startRun(
+      sim,
+      scripted([
+        { type: 'approval', command: 'x' },
+        { type: 'sleep', ms: 60_000 },
+      ]),
+    );
     await waitForStatus(sim, runId, 'waiting_for_approval');
     sim.sweep();
     expect((await call(sim, 'GET', `/v1/runs/${runId}/events`)).status).toBe(404);
@@ -77,12 +76,15 @@ describe('the sweep', () => {
 
   it('at the pin keeps feeding an open subscriber deltas and run.* but drops tool events after the sweep', async () => {
     const sim = await startSim({ streamTtlMs: 0 });
-    const runId = await startRun(sim, scripted([
-      { type: 'approval', command: 'hold' },
-      { type: 'tool', tool: 'terminal' },
-      { type: 'delta', text: 'after' },
-      { type: 'complete', output: 'done' },
-    ]));
+    const runId = await startRun(
+      sim,
+      scripted([
+        { type: 'approval', command: 'hold' },
+        { type: 'tool', tool: 'terminal' },
+        { type: 'delta', text: 'after' },
+        { type: 'complete', output: 'done' },
+      ]),
+    );
     const events = await subscribe(sim, runId);
     await events.waitForText('"approval.request"');
     sim.sweep(); // denies the pending approval: the script goes on
@@ -97,7 +99,13 @@ describe('the sweep', () => {
 
   it('in the later profile keeps a live run controllable and counted by the gate', async () => {
     const sim = await startSim({ profile: 'later', streamTtlMs: 0, streamLookupMs: 10, maxConcurrentRuns: 1 });
-    const runId = await startRun(sim, scripted([{ type: 'approval', command: 'x' }, { type: 'sleep', ms: 60_000 }]));
+    const runId = await startRun(
+      sim,
+      scripted([
+        { type: 'approval', command: 'x' },
+        { type: 'sleep', ms: 60_000 },
+      ]),
+    );
     await waitForStatus(sim, runId, 'waiting_for_approval');
     sim.sweep();
     expect((await call(sim, 'GET', `/v1/runs/${runId}/events`)).status).toBe(404);

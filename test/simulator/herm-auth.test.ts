@@ -20,7 +20,9 @@ async function send(sim: HermSimulator, method: 'GET' | 'POST' | 'PUT', path: st
 }
 
 const RUNNING = JSON.stringify({
-  events: [{ type: 'user.custom_tool_result', tool_use_id: 'custom_toolu_1', content: [{ type: 'text', text: 'started' }], status: 'running', is_error: false }],
+  events: [
+    { type: 'user.custom_tool_result', tool_use_id: 'custom_toolu_1', content: [{ type: 'text', text: 'started' }], status: 'running', is_error: false },
+  ],
 });
 const UNAUTHORIZED = { error: { type: 'authentication_error', message: 'invalid x-api-key' } };
 
@@ -29,7 +31,12 @@ describe('Herm simulator: x-api-key authentication', () => {
     const sim = await start();
     sim.emitToolUse('session_a', { name: 'render', input: {}, tool_use_id: 'custom_toolu_1' });
     const json = { 'content-type': 'application/json' };
-    for (const headers of [json, { ...json, 'x-api-key': 'herm_key_auth_0123456780' }, { ...json, 'x-api-key': 'short' }, { ...json, authorization: `Bearer ${KEY}` }]) {
+    for (const headers of [
+      json,
+      { ...json, 'x-api-key': 'herm_key_auth_0123456780' },
+      { ...json, 'x-api-key': 'short' },
+      { ...json, authorization: `Bearer ${KEY}` },
+    ]) {
       const answer = await send(sim, 'POST', '/v1/sessions/session_a/events', headers, RUNNING);
       expect(answer.status).toBe(401);
       expect(answer.headers['content-type']).toBe('application/json');

@@ -39,7 +39,12 @@ describe('Herm simulator: expired tool calls', () => {
     const done = only(await post(sim, 'session_1', [result(use.tool_use_id, 'completed', 'Render completed.')]));
     expect(sim.history('session_1')).toEqual([done]);
     expect(sim.continuations('session_1', use.tool_use_id)).toBe(1);
-    expect(sim.toolCall('session_1', use.tool_use_id)).toEqual({ session_id: 'session_1', tool_use_id: use.tool_use_id, state: 'completed', final_event_id: done.id });
+    expect(sim.toolCall('session_1', use.tool_use_id)).toEqual({
+      session_id: 'session_1',
+      tool_use_id: use.tool_use_id,
+      state: 'completed',
+      final_event_id: done.id,
+    });
     await waitFor(() => stream.frames().length === 1, 'the appended event');
     expect(stream.frames()).toEqual([{ event: 'user.custom_tool_result', data: done }]);
 

@@ -83,7 +83,12 @@ describe('Herm simulator: injected faults on POST …/events', () => {
     const sim = await start();
     sim.injectFault({ status: 500 });
     sim.injectFault({ drop: 'before-processing' });
-    const unauthorized = await request(`${sim.url}/v1/sessions/session_1/events`, { method: 'POST', reset: true, headers: { 'x-api-key': 'wrong' }, body: '{}' });
+    const unauthorized = await request(`${sim.url}/v1/sessions/session_1/events`, {
+      method: 'POST',
+      reset: true,
+      headers: { 'x-api-key': 'wrong' },
+      body: '{}',
+    });
     expect(unauthorized.statusCode).toBe(401);
     await unauthorized.body.text();
     const stream = await request(`${sim.url}/v1/sessions/session_1/stream`, { reset: true, headers: { 'x-api-key': KEY } });

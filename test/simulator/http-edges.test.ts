@@ -24,7 +24,13 @@ describe('auth', () => {
     const sim = await startSim();
     const cases = [undefined, `bearer ${API_KEY}`, `Bearer  ${API_KEY}x`, `Bearer ${API_KEY.slice(1)}`, 'Bearer héllo', `Basic ${API_KEY}`];
     for (const authorization of cases) {
-      for (const [method, path] of [['POST', '/v1/runs'], ['GET', '/v1/runs/x'], ['GET', '/v1/runs/x/events'], ['POST', '/v1/runs/x/stop'], ['POST', '/v1/runs/x/approval']] as const) {
+      for (const [method, path] of [
+        ['POST', '/v1/runs'],
+        ['GET', '/v1/runs/x'],
+        ['GET', '/v1/runs/x/events'],
+        ['POST', '/v1/runs/x/stop'],
+        ['POST', '/v1/runs/x/approval'],
+      ] as const) {
         const headers: Record<string, string> = authorization === undefined ? {} : { authorization };
         const answer = await request(`${sim.url}${path}`, { method, headers, reset: true });
         expect(answer.statusCode).toBe(401);
@@ -55,7 +61,10 @@ describe('POST /v1/runs validation', () => {
       ['{"input": [{"role": "user", "content": ""}]}', 'No user message found in input'],
       ['{"input": [{"role": "user"}]}', 'No user message found in input'],
       ['{"input": "x", "conversation_history": "nope"}', "'conversation_history' must be an array of message objects"],
-      ['{"input": "x", "conversation_history": [{"role": "user", "content": "a"}, {"role": "user"}]}', "conversation_history[1] must have 'role' and 'content' fields"],
+      [
+        '{"input": "x", "conversation_history": [{"role": "user", "content": "a"}, {"role": "user"}]}',
+        "conversation_history[1] must have 'role' and 'content' fields",
+      ],
       ['{"input": "x", "conversation_history": ["text"]}', "conversation_history[0] must have 'role' and 'content' fields"],
       ['{nope', 'Invalid JSON'],
       ['', 'Invalid JSON'],

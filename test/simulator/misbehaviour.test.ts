@@ -39,7 +39,13 @@ describe('misbehaviour: approvalsLeakAcrossSession', () => {
 describe('misbehaviour: streamsNeverTerminate', () => {
   it('sends keepalives instead of the terminal event and never closes the stream', async () => {
     const sim = await startSim({ keepaliveMs: 30, misbehaviour: { streamsNeverTerminate: true } });
-    const runId = await startRun(sim, scripted([{ type: 'delta', text: 'hi' }, { type: 'complete', output: 'hi' }]));
+    const runId = await startRun(
+      sim,
+      scripted([
+        { type: 'delta', text: 'hi' },
+        { type: 'complete', output: 'hi' },
+      ]),
+    );
     const subscriber = await subscribe(sim, runId);
     await waitForStatus(sim, runId, 'completed');
     await waitFor(() => subscriber.text().split(': keepalive').length > 3, 'three keepalives after completion');

@@ -5,9 +5,7 @@ import { pyFloatRepr } from '../../src/simulator/py-json.js';
 
 describe('pyJson (Python json.dumps defaults)', () => {
   it('uses ", " and ": " separators and keeps insertion order', () => {
-    expect(pyJson({ b: 1, a: [1, 2, { c: null }], t: true, f: false })).toBe(
-      '{"b": 1, "a": [1, 2, {"c": null}], "t": true, "f": false}',
-    );
+    expect(pyJson({ b: 1, a: [1, 2, { c: null }], t: true, f: false })).toBe('{"b": 1, "a": [1, 2, {"c": null}], "t": true, "f": false}');
     expect(pyJson([])).toBe('[]');
     expect(pyJson({})).toBe('{}');
   });

@@ -3,7 +3,10 @@ import { call, closeSims, scripted, startRun, startSim, statusOf, subscribe, wai
 
 afterEach(closeSims);
 
-const LONG = scripted([{ type: 'delta', text: 'x' }, { type: 'sleep', ms: 60_000 }]);
+const LONG = scripted([
+  { type: 'delta', text: 'x' },
+  { type: 'sleep', ms: 60_000 },
+]);
 
 describe('restart()', () => {
   it('at the pin forgets everything: every id answers 404 and open streams drop', async () => {

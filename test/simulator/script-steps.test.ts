@@ -6,13 +6,16 @@ afterEach(closeSims);
 describe('script steps', () => {
   it('cut destroys the current subscriber socket without a terminal chunk; the run goes on', async () => {
     const sim = await startSim({ streamLookupMs: 10 });
-    const runId = await startRun(sim, scripted([
-      { type: 'approval', command: 'hold' },
-      { type: 'delta', text: 'before' },
-      { type: 'cut' },
-      { type: 'delta', text: 'after' },
-      { type: 'complete', output: 'done' },
-    ]));
+    const runId = await startRun(
+      sim,
+      scripted([
+        { type: 'approval', command: 'hold' },
+        { type: 'delta', text: 'before' },
+        { type: 'cut' },
+        { type: 'delta', text: 'after' },
+        { type: 'complete', output: 'done' },
+      ]),
+    );
     const events = await subscribe(sim, runId);
     await events.waitForText('"approval.request"');
     await call(sim, 'POST', `/v1/runs/${runId}/approval`, { body: '{"choice": "once"}' });
@@ -45,12 +48,19 @@ describe('script steps', () => {
     });
     const events = await subscribe(sim, runId);
     await events.finished;
-    expect(events.text().startsWith('id: 7\ndata: {"event": "message.delta", "delta": "\\u00e9"}\n\ndata: broken json\n\ndata: {"event": "run.completed"')).toBe(true);
+    expect(
+      events.text().startsWith('id: 7\ndata: {"event": "message.delta", "delta": "\\u00e9"}\n\ndata: broken json\n\ndata: {"event": "run.completed"'),
+    ).toBe(true);
     expect(sim.run(runId)?.events.map((e) => e['event'])).toEqual(['run.completed']);
   });
 
   it('raw accepts bytes through options.script', async () => {
-    const sim = await startSim({ script: () => [{ type: 'raw', data: new TextEncoder().encode('data: {"x": 1}\r\n\r\n') }, { type: 'fail', error: 'boom' }] });
+    const sim = await startSim({
+      script: () => [
+        { type: 'raw', data: new TextEncoder().encode('data: {"x": 1}\r\n\r\n') },
+        { type: 'fail', error: 'boom' },
+      ],
+    });
     const runId = await startRun(sim);
     const events = await subscribe(sim, runId);
     await events.finished;
@@ -59,7 +69,14 @@ describe('script steps', () => {
 
   it('fail ends the run with run.failed and an error field in the status', async () => {
     const sim = await startSim();
-    const runId = await startRun(sim, scripted([{ type: 'delta', text: 'a' }, { type: 'fail', error: 'Provider returned 401' }, { type: 'delta', text: 'never' }]));
+    const runId = await startRun(
+      sim,
+      scripted([
+        { type: 'delta', text: 'a' },
+        { type: 'fail', error: 'Provider returned 401' },
+        { type: 'delta', text: 'never' },
+      ]),
+    );
     await waitForStatus(sim, runId, 'failed');
     const status = await statusOf(sim, runId);
     expect(status).toMatchObject({ status: 'failed', last_event: 'run.failed', error: 'Provider returned 401' });
@@ -70,11 +87,14 @@ describe('script steps', () => {
 
   it('emits tool and reasoning events with their wire fields', async () => {
     const sim = await startSim();
-    const runId = await startRun(sim, scripted([
-      { type: 'reasoning', text: 'thinking' },
-      { type: 'tool', tool: 'web_search', preview: 'query', duration: 1, error: false },
-      { type: 'tool', tool: 'read_file' },
-    ]));
+    const runId = await startRun(
+      sim,
+      scripted([
+        { type: 'reasoning', text: 'thinking' },
+        { type: 'tool', tool: 'web_search', preview: 'query', duration: 1, error: false },
+        { type: 'tool', tool: 'read_file' },
+      ]),
+    );
     const events = await subscribe(sim, runId);
     await events.finished;
     const text = events.text();
@@ -106,7 +126,12 @@ describe('script steps', () => {
 
   it('picks the approval flow when the last message mentions rm -rf', async () => {
     const sim = await startSim();
-    const runId = await startRun(sim, { input: [{ role: 'user', content: 'old' }, { role: 'user', content: [{ type: 'text', text: 'please run rm -rf ./dist' }] }] });
+    const runId = await startRun(sim, {
+      input: [
+        { role: 'user', content: 'old' },
+        { role: 'user', content: [{ type: 'text', text: 'please run rm -rf ./dist' }] },
+      ],
+    });
     await waitForStatus(sim, runId, 'waiting_for_approval');
     expect(sim.run(runId)?.events.at(-1)).toMatchObject({ event: 'approval.request', command: 'rm -rf ./dist', pattern_key: 'recursive delete' });
   });

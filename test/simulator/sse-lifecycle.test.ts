@@ -1,15 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  call,
-  closeSims,
-  dataFrames,
-  scripted,
-  startRun,
-  startSim,
-  subscribe,
-  waitFor,
-  waitForStatus,
-} from './support.js';
+import { call, closeSims, dataFrames, scripted, startRun, startSim, subscribe, waitFor, waitForStatus } from './support.js';
 
 afterEach(closeSims);
 
@@ -54,7 +44,17 @@ describe('SSE lifecycle', () => {
     expect(dataFrames(text)[2]).toMatchObject({ text: 'Checking the disk.' });
     expect(dataFrames(text)[3]).toMatchObject({ tool: 'terminal', preview: 'rm -rf ./build' });
     const request = dataFrames(text)[4] ?? {};
-    expect(Object.keys(request)).toEqual(['command', 'pattern_key', 'pattern_keys', 'description', 'allow_permanent', 'event', 'run_id', 'timestamp', 'choices']);
+    expect(Object.keys(request)).toEqual([
+      'command',
+      'pattern_key',
+      'pattern_keys',
+      'description',
+      'allow_permanent',
+      'event',
+      'run_id',
+      'timestamp',
+      'choices',
+    ]);
     expect(request['command']).toBe('rm -rf ./build');
     expect(request['allow_permanent']).toBe(true);
     expect(request['choices']).toEqual(['once', 'session', 'always', 'deny']);
@@ -68,7 +68,13 @@ describe('SSE lifecycle', () => {
 
   it('writes `: keepalive` after keepaliveMs of silence', async () => {
     const sim = await startSim({ keepaliveMs: 30 });
-    const runId = await startRun(sim, scripted([{ type: 'delta', text: 'a' }, { type: 'sleep', ms: 60_000 }]));
+    const runId = await startRun(
+      sim,
+      scripted([
+        { type: 'delta', text: 'a' },
+        { type: 'sleep', ms: 60_000 },
+      ]),
+    );
     const events = await subscribe(sim, runId);
     await waitFor(() => events.text().split(': keepalive\n\n').length > 3, 'three keepalives');
     expect(events.text().startsWith('data: ')).toBe(true);
@@ -83,9 +89,7 @@ describe('SSE lifecycle', () => {
     expect(await first.finished).toBe('end');
     const again = await call(sim, 'GET', `/v1/runs/${runId}/events`);
     expect(again.status).toBe(404);
-    expect(again.text).toBe(
-      `{"error": {"message": "Run not found: ${runId}", "type": "invalid_request_error", "param": null, "code": "run_not_found"}}`,
-    );
+    expect(again.text).toBe(`{"error": {"message": "Run not found: ${runId}", "type": "invalid_request_error", "param": null, "code": "run_not_found"}}`);
     expect((await call(sim, 'GET', `/v1/runs/${runId}`)).status).toBe(200);
   });
 
@@ -101,7 +105,14 @@ describe('SSE lifecycle', () => {
 
   it('ends a mid-run disconnect: later GETs 404, the run goes on and finishes', async () => {
     const sim = await startSim({ streamLookupMs: 20 });
-    const runId = await startRun(sim, scripted([{ type: 'delta', text: 'a' }, { type: 'sleep', ms: 100 }, { type: 'delta', text: 'b' }]));
+    const runId = await startRun(
+      sim,
+      scripted([
+        { type: 'delta', text: 'a' },
+        { type: 'sleep', ms: 100 },
+        { type: 'delta', text: 'b' },
+      ]),
+    );
     const events = await subscribe(sim, runId);
     await events.waitForText('"a"');
     events.close();

@@ -1,22 +1,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  call,
-  closeSims,
-  dataFrames,
-  normalize,
-  readCapture,
-  scripted,
-  startRun,
-  startSim,
-  statusOf,
-  subscribe,
-  waitFor,
-  waitForStatus,
-} from './support.js';
+import { call, closeSims, dataFrames, normalize, readCapture, scripted, startRun, startSim, statusOf, subscribe, waitFor, waitForStatus } from './support.js';
 
 afterEach(closeSims);
 
-const LONG_RUN = scripted([{ type: 'delta', text: 'working' }, { type: 'sleep', ms: 60_000 }, { type: 'complete', output: 'never' }]);
+const LONG_RUN = scripted([
+  { type: 'delta', text: 'working' },
+  { type: 'sleep', ms: 60_000 },
+  { type: 'complete', output: 'never' },
+]);
 
 describe('stop at the pin', () => {
   it('cancels a live run before answering; the stream ends with run.cancelled like the capture', async () => {
@@ -33,9 +24,7 @@ describe('stop at the pin', () => {
 
     const captured = readCapture('21-events-cancelled.http').response.body.replace(/: keepalive\n\n/g, '');
     expect(normalize(events.text().replace(/: keepalive\n\n/g, ''))).toBe(normalize(captured));
-    expect(Object.keys(await statusOf(sim, runId))).toEqual([
-      'object', 'run_id', 'status', 'updated_at', 'created_at', 'session_id', 'model', 'last_event',
-    ]);
+    expect(Object.keys(await statusOf(sim, runId))).toEqual(['object', 'run_id', 'status', 'updated_at', 'created_at', 'session_id', 'model', 'last_event']);
   });
 
   it('answers 404 for a finished run, an unknown run, and a second stop', async () => {
@@ -53,7 +42,13 @@ describe('stop at the pin', () => {
 
   it('denies a pending approval and ends the run', async () => {
     const sim = await startSim();
-    const runId = await startRun(sim, scripted([{ type: 'approval', command: 'rm -rf /tmp/x' }, { type: 'tool', tool: 'terminal' }]));
+    const runId = await startRun(
+      sim,
+      scripted([
+        { type: 'approval', command: 'rm -rf /tmp/x' },
+        { type: 'tool', tool: 'terminal' },
+      ]),
+    );
     await waitForStatus(sim, runId, 'waiting_for_approval');
     expect(sim.run(runId)?.pendingApprovals).toBe(1);
     expect((await call(sim, 'POST', `/v1/runs/${runId}/stop`)).status).toBe(200);
@@ -89,7 +84,13 @@ describe('stop in the later profile', () => {
 
   it('keeps the status at stopping while the current step has not yielded', async () => {
     const sim = await startSim({ profile: 'later', stepDelayMs: 60_000 });
-    const runId = await startRun(sim, scripted([{ type: 'delta', text: 'working' }, { type: 'delta', text: 'more' }]));
+    const runId = await startRun(
+      sim,
+      scripted([
+        { type: 'delta', text: 'working' },
+        { type: 'delta', text: 'more' },
+      ]),
+    );
     await waitFor(() => (sim.run(runId)?.events.length ?? 0) > 0, 'first delta');
     const stop = await call(sim, 'POST', `/v1/runs/${runId}/stop`);
     expect(stop.status).toBe(200);

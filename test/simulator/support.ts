@@ -48,11 +48,7 @@ export async function call(
   return { status: answer.statusCode, headers: answer.headers, text: await answer.body.text() };
 }
 
-export async function startRun(
-  sim: HermesSimulator,
-  body: Record<string, unknown> = { input: 'hi' },
-  headers: Record<string, string> = {},
-): Promise<string> {
+export async function startRun(sim: HermesSimulator, body: Record<string, unknown> = { input: 'hi' }, headers: Record<string, string> = {}): Promise<string> {
   const answer = await call(sim, 'POST', '/v1/runs', { body: JSON.stringify(body), headers });
   if (answer.status !== 202) throw new Error(`start answered ${answer.status}: ${answer.text}`);
   return (JSON.parse(answer.text) as { run_id: string }).run_id;
@@ -207,7 +203,5 @@ export function captureRequest(name: string, runId?: string): string {
 
 /** Run ids and float timestamps vary between runs; replace them with placeholders. */
 export function normalize(text: string): string {
-  return text
-    .replace(/run_[0-9a-f]{32}/g, 'run_<id>')
-    .replace(/"(timestamp|updated_at|created_at)": \d+\.\d+/g, '"$1": <time>');
+  return text.replace(/run_[0-9a-f]{32}/g, 'run_<id>').replace(/"(timestamp|updated_at|created_at)": \d+\.\d+/g, '"$1": <time>');
 }

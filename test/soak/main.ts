@@ -223,9 +223,18 @@ function scriptFor(flow: Flow, random: () => number): RunStep[] {
 async function soakRound(options: { seconds: number; concurrency: number; maxLifecycles: number; seed: number; check: boolean }): Promise<RoundStats> {
   const random = prng(options.seed);
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)] as T;
-  const sim: HermesSimulator = await startHermesSimulator({ apiKey: API_KEY, keepaliveMs: 100, streamLookupMs: 150, approvalTimeoutMs: 1_000, maxConcurrentRuns: 0 });
+  const sim: HermesSimulator = await startHermesSimulator({
+    apiKey: API_KEY,
+    keepaliveMs: 100,
+    streamLookupMs: 150,
+    approvalTimeoutMs: 1_000,
+    maxConcurrentRuns: 0,
+  });
   const proxy = await startProxy(sim.port);
-  const connector: HermesConnector = createHermesConnector({ endpoints: [{ id: ENDPOINT, baseUrl: proxy.url, apiKey: API_KEY }], limits: { sseIdleTimeoutMs: 5_000 } });
+  const connector: HermesConnector = createHermesConnector({
+    endpoints: [{ id: ENDPOINT, baseUrl: proxy.url, apiKey: API_KEY }],
+    limits: { sseIdleTimeoutMs: 5_000 },
+  });
 
   const results = new Map<string, { count: number; operation: string; key?: string; result?: AipActionResult | null }>();
   const streams = new Map<string, AipStreamChunk[]>();
@@ -254,8 +263,18 @@ async function soakRound(options: { seconds: number; concurrency: number; maxLif
     outcomes[label] = (outcomes[label] ?? 0) + 1;
   };
 
-  const issue = async (operation: string, input: Record<string, unknown>, context: ExecutionContext, extra: { key?: string; cancel?: AipAction } = {}): Promise<AipActionResult | null> => {
-    const action: AipAction = extra.cancel ?? { id: `soak_${options.seed}_${++actionCounter}`, capability_id: cap(operation), input, ...(extra.key ? { idempotency_key: extra.key } : {}) };
+  const issue = async (
+    operation: string,
+    input: Record<string, unknown>,
+    context: ExecutionContext,
+    extra: { key?: string; cancel?: AipAction } = {},
+  ): Promise<AipActionResult | null> => {
+    const action: AipAction = extra.cancel ?? {
+      id: `soak_${options.seed}_${++actionCounter}`,
+      capability_id: cap(operation),
+      input,
+      ...(extra.key ? { idempotency_key: extra.key } : {}),
+    };
     const id = extra.cancel ? `${action.id}#cancel` : action.id;
     results.set(id, { count: 0, operation, key: extra.key });
     const full: ExecutionContext = { ...context };
@@ -290,7 +309,11 @@ async function soakRound(options: { seconds: number; concurrency: number; maxLif
       const code = status === 429 ? 'rate_limit_exceeded' : 'internal_error';
       sim.injectFault({
         route,
-        response: { status, headers: status === 429 ? { 'Retry-After': '1' } : {}, body: JSON.stringify({ error: { message: 'injected', type: 'server_error', param: null, code } }) },
+        response: {
+          status,
+          headers: status === 429 ? { 'Retry-After': '1' } : {},
+          body: JSON.stringify({ error: { message: 'injected', type: 'server_error', param: null, code } }),
+        },
       });
     }
   };
@@ -304,7 +327,10 @@ async function soakRound(options: { seconds: number; concurrency: number; maxLif
     injectRandomFault();
     const key = `key_${options.seed}_${actionCounter}_${Math.floor(random() * 1e9)}`;
     const body = { input: `soak ${flow}`, sim_script: scriptFor(flow, random) };
-    const starts = flow === 'duplicate' ? [issue('run_start', { body }, base, { key }), issue('run_start', { body }, base, { key })] : [issue('run_start', { body }, base, { key })];
+    const starts =
+      flow === 'duplicate'
+        ? [issue('run_start', { body }, base, { key }), issue('run_start', { body }, base, { key })]
+        : [issue('run_start', { body }, base, { key })];
     const started = (await Promise.all(starts)).find((result) => result?.status === 'completed');
     if (!started) return;
     const runId = (started.output as { run_id: string }).run_id;
@@ -388,14 +414,20 @@ async function soakRound(options: { seconds: number; concurrency: number; maxLif
   if (options.check) {
     // Every action: exactly one result.
     const missing = [...results].filter(([, entry]) => entry.count !== 1);
-    report('one-result-per-action', missing.length === 0, `${results.size} actions`, missing.slice(0, 5).map(([id, entry]) => `${id} (${entry.operation}) got ${entry.count}`));
+    report(
+      'one-result-per-action',
+      missing.length === 0,
+      `${results.size} actions`,
+      missing.slice(0, 5).map(([id, entry]) => `${id} (${entry.operation}) got ${entry.count}`),
+    );
 
     // Every stream: exactly one final chunk, last, sequences without gaps.
     const badStreams: string[] = [];
     for (const [id, chunks] of streams) {
       const finals = chunks.filter((chunk) => chunk.kind === 'done' || chunk.kind === 'error');
       const gapless = chunks.every((chunk, index) => chunk.sequence === index && chunk.action_id === id);
-      if (finals.length !== 1 || chunks.at(-1) !== finals[0] || !gapless) badStreams.push(`${id}: ${chunks.map((chunk) => `${chunk.sequence}:${chunk.kind}`).join(' ')}`);
+      if (finals.length !== 1 || chunks.at(-1) !== finals[0] || !gapless)
+        badStreams.push(`${id}: ${chunks.map((chunk) => `${chunk.sequence}:${chunk.kind}`).join(' ')}`);
     }
     report('one-final-chunk-per-stream', badStreams.length === 0, `${streams.size} streams`, badStreams.slice(0, 5));
 
@@ -415,7 +447,12 @@ async function soakRound(options: { seconds: number; concurrency: number; maxLif
     }
     const duplicates = [...posts].filter(([key, count]) => count > 1 + (freed.get(key) ?? 0));
     stats.keys = posts.size;
-    report('no-duplicate-start-per-key', duplicates.length === 0, `${posts.size} keys, ${[...posts.values()].reduce((a, b) => a + b, 0)} POSTs`, duplicates.slice(0, 5).map(([key, count]) => `${key}: ${count} POSTs`));
+    report(
+      'no-duplicate-start-per-key',
+      duplicates.length === 0,
+      `${posts.size} keys, ${[...posts.values()].reduce((a, b) => a + b, 0)} POSTs`,
+      duplicates.slice(0, 5).map(([key, count]) => `${key}: ${count} POSTs`),
+    );
   }
 
   await connector.close();
@@ -429,8 +466,18 @@ async function soakRound(options: { seconds: number; concurrency: number; maxLif
   await sim.close();
   await proxy.close();
   if (options.check) {
-    report('no-open-socket-after-close', open === 0, `${stats.connections} connections accepted`, open === 0 ? [] : [`${open} proxy connection(s) still open after connector.close()`]);
-    report('no-listener-left', leftListeners === 0, `${signals.length} caller signals`, leftListeners === 0 ? [] : [`${leftListeners} abort listener(s) left on caller signals`]);
+    report(
+      'no-open-socket-after-close',
+      open === 0,
+      `${stats.connections} connections accepted`,
+      open === 0 ? [] : [`${open} proxy connection(s) still open after connector.close()`],
+    );
+    report(
+      'no-listener-left',
+      leftListeners === 0,
+      `${signals.length} caller signals`,
+      leftListeners === 0 ? [] : [`${leftListeners} abort listener(s) left on caller signals`],
+    );
   }
   return stats;
 }
@@ -474,7 +521,11 @@ async function main(): Promise<void> {
 
   const heapEnd = await settledHeap();
   const growth = (heapEnd - heapStart) / heapStart;
-  report('heap-recovered', growth <= HEAP_TOLERANCE, `start ${mb(heapStart)}, end ${mb(heapEnd)}, ${(growth * 100).toFixed(1)}% (limit ${HEAP_TOLERANCE * 100}%)`);
+  report(
+    'heap-recovered',
+    growth <= HEAP_TOLERANCE,
+    `start ${mb(heapStart)}, end ${mb(heapEnd)}, ${(growth * 100).toFixed(1)}% (limit ${HEAP_TOLERANCE * 100}%)`,
+  );
 
   if (violations.length > 0) {
     console.log(`soak: ${violations.length} violation(s) recorded during the run:`);

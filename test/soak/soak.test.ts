@@ -40,7 +40,15 @@ describe('soak (bounded: 3 s, 200 concurrent lifecycles, random faults)', () => 
   it('exits 0 with every invariant ok', async () => {
     const { code, stdout, stderr } = await runSoak(['--seconds', '3']);
     const lines = stdout.split('\n');
-    const verdicts = Object.fromEntries(INVARIANTS.map((name) => [name, lines.find((line) => line.startsWith(`invariant ${name}: `))?.split(': ')[1]?.split(' ')[0]]));
+    const verdicts = Object.fromEntries(
+      INVARIANTS.map((name) => [
+        name,
+        lines
+          .find((line) => line.startsWith(`invariant ${name}: `))
+          ?.split(': ')[1]
+          ?.split(' ')[0],
+      ]),
+    );
     expect(verdicts, `${stdout}\n${stderr}`).toEqual(Object.fromEntries(INVARIANTS.map((name) => [name, 'ok'])));
     expect(stdout).toMatch(/^soak: \d+ lifecycles, \d+ actions, \d+ streams, \d+ injected faults/m);
     expect(lines).toContain('soak: PASS');

@@ -38,7 +38,9 @@ const childrenOf = (parent: ReadableSpan) => exporter.getFinishedSpans().filter(
 
 async function jobGauge(): Promise<Record<string, number>> {
   const { resourceMetrics } = await reader.collect();
-  const points = resourceMetrics.scopeMetrics.flatMap((scope) => scope.metrics.filter((metric) => metric.descriptor.name === 'herm.bridge.jobs').flatMap((metric) => metric.dataPoints as DataPoint<number>[]));
+  const points = resourceMetrics.scopeMetrics.flatMap((scope) =>
+    scope.metrics.filter((metric) => metric.descriptor.name === 'herm.bridge.jobs').flatMap((metric) => metric.dataPoints as DataPoint<number>[]),
+  );
   return Object.fromEntries(points.map((point) => [String(point.attributes.state), point.value as number]));
 }
 
@@ -73,6 +75,8 @@ describe('Herm bridge telemetry', () => {
     await bridge.idle();
     const [recovered] = named('herm.bridge recover');
     expect(recovered?.attributes).toMatchObject({ 'herm.tool_use_id': use.tool_use_id, 'hermes.run_id': job?.run_id });
-    expect(childrenOf(recovered as ReadableSpan).map((span) => span.name)).toEqual(expect.arrayContaining(['aip.invoke run_status', 'herm.bridge final_result']));
+    expect(childrenOf(recovered as ReadableSpan).map((span) => span.name)).toEqual(
+      expect.arrayContaining(['aip.invoke run_status', 'herm.bridge final_result']),
+    );
   });
 });

@@ -47,7 +47,12 @@ const spans = () => exporter.getFinishedSpans();
 const named = (name: string) => spans().filter((span) => span.name === name);
 const only = (name: string): ReadableSpan => {
   const found = named(name);
-  expect(found.map((span) => span.name), `exactly one span ${name} among ${spans().map((s) => s.name).join(', ')}`).toEqual([name]);
+  expect(
+    found.map((span) => span.name),
+    `exactly one span ${name} among ${spans()
+      .map((s) => s.name)
+      .join(', ')}`,
+  ).toEqual([name]);
   return found[0]!;
 };
 const parentOf = (span: ReadableSpan) => span.parentSpanContext?.spanId;
@@ -65,7 +70,11 @@ describe('a lifecycle: start, stream with an approval, approve, status', () => {
     const { h } = await withTelemetry();
     const command = 'rm -rf ./scratch-otel-canary';
     const start = await h.invoke(
-      { capability_id: h.cap('run_start'), input: { body: { input: 'prompt-otel-canary', sim_script: script.approval(command) } }, idempotency_key: nextId('key') },
+      {
+        capability_id: h.cap('run_start'),
+        input: { body: { input: 'prompt-otel-canary', sim_script: script.approval(command) } },
+        idempotency_key: nextId('key'),
+      },
       { tenantId: 'tenant-otel', traceId: 'aip-trace-1' },
     );
     const runId = (start.output as { run_id: string }).run_id;
@@ -128,7 +137,11 @@ describe('failures, replays, cancellations', () => {
     await h.invoke({ capability_id: h.cap('run_status'), input: { run_id: 'run_unknown' } });
     const invoke = only('aip.invoke run_status');
     expect(invoke.status.code).toBe(SpanStatusCode.ERROR);
-    expect(invoke.attributes).toMatchObject({ 'error.type': 'connector.hermes_agent.not_found', 'aip.result.status': 'failed', 'hermes.run_id': 'run_unknown' });
+    expect(invoke.attributes).toMatchObject({
+      'error.type': 'connector.hermes_agent.not_found',
+      'aip.result.status': 'failed',
+      'hermes.run_id': 'run_unknown',
+    });
     const get = only('GET /v1/runs/{run_id}');
     expect(get.status.code).toBe(SpanStatusCode.ERROR);
     expect(get.attributes).toMatchObject({ 'http.response.status_code': 404, 'error.type': '404' });
@@ -190,7 +203,12 @@ describe('a stream to its end', () => {
       ['hermes.event.terminal', 'run.completed'],
     ]);
     const counted = (await metricPoints(reader, 'hermes.run_events.events')).map((point) => [point.attributes['hermes.event.kind'], point.value]);
-    expect(counted).toEqual(expect.arrayContaining([['message.delta', 2], ['run.completed', 1]]));
+    expect(counted).toEqual(
+      expect.arrayContaining([
+        ['message.delta', 2],
+        ['run.completed', 1],
+      ]),
+    );
   });
 });
 
@@ -203,7 +221,13 @@ describe('metrics', () => {
     expect(invocations.map((point) => ({ ...point.attributes, value: point.value }))).toEqual(
       expect.arrayContaining([
         { 'aip.capability.operation': 'run_start', 'aip.result.status': 'completed', 'hermes.endpoint_id': 'local', value: 1 },
-        { 'aip.capability.operation': 'run_status', 'aip.result.status': 'failed', 'error.type': 'connector.hermes_agent.not_found', 'hermes.endpoint_id': 'local', value: 1 },
+        {
+          'aip.capability.operation': 'run_status',
+          'aip.result.status': 'failed',
+          'error.type': 'connector.hermes_agent.not_found',
+          'hermes.endpoint_id': 'local',
+          value: 1,
+        },
       ]),
     );
     const durations = await metricPoints(reader, 'aip.connector.invocation.duration');

@@ -50,13 +50,20 @@ const say = (line: ChildLine) => process.stdout.write(`${JSON.stringify(line)}\n
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function openLedger(): RunLedger {
-  const ledger = config.ledger.kind === 'sqlite' ? createSqliteLedger({ path: config.ledger.path }) : createPostgresLedger({ connectionString: config.ledger.connectionString });
+  const ledger =
+    config.ledger.kind === 'sqlite'
+      ? createSqliteLedger({ path: config.ledger.path })
+      : createPostgresLedger({ connectionString: config.ledger.connectionString });
   return config.brokenLedger === 'claim-always' ? alwaysClaims(ledger) : ledger;
 }
 
 const ledgers = [openLedger(), openLedger()];
 const replicas = ledgers.map((ledger) =>
-  createHermesConnector({ endpoints: [{ id: ENDPOINT_ID, baseUrl: config.hermesUrl, apiKey: HERMES_KEY }], ledger, idempotencyLeaseMs: config.idempotencyLeaseMs }),
+  createHermesConnector({
+    endpoints: [{ id: ENDPOINT_ID, baseUrl: config.hermesUrl, apiKey: HERMES_KEY }],
+    ledger,
+    idempotencyLeaseMs: config.idempotencyLeaseMs,
+  }),
 ) as [HermesConnector, HermesConnector];
 const bridge = createHermBridge({
   herm: { baseUrl: config.hermUrl, apiKey: HERM_KEY },
@@ -81,7 +88,15 @@ async function whileUnavailable<T>(name: string, step: () => Promise<T>, unavail
 
 /** A setup step (reconcile, recover, a bridge event) that throws while the ledger is down. */
 async function untilLedgerAnswers(name: string, step: () => Promise<unknown>): Promise<void> {
-  await whileUnavailable(name, () => step().then(() => true, () => false), (ok) => !ok);
+  await whileUnavailable(
+    name,
+    () =>
+      step().then(
+        () => true,
+        () => false,
+      ),
+    (ok) => !ok,
+  );
 }
 
 function report(name: string, result: AipActionResult | null): AipActionResult | null {
@@ -98,7 +113,11 @@ function report(name: string, result: AipActionResult | null): AipActionResult |
 }
 
 async function invoke(replica: HermesConnector, name: string, action: AipAction, context: ExecutionContext): Promise<AipActionResult> {
-  const result = await whileUnavailable(name, () => replica.invoke(action, context), (value) => value.error?.code === UNAVAILABLE);
+  const result = await whileUnavailable(
+    name,
+    () => replica.invoke(action, context),
+    (value) => value.error?.code === UNAVAILABLE,
+  );
   return report(name, result) as AipActionResult;
 }
 
@@ -141,12 +160,29 @@ async function followUp(lifecycle: Lifecycle, replica: HermesConnector, runId: s
   } else if (lifecycle.kind === 'approval') {
     await waitForApproval(replica, runId, context);
     const input = { run_id: runId, choice: 'once' };
-    await invoke(replica, name, { id: name, capability_id: capabilityOf('run_approval'), input, idempotency_key: keyOf(lifecycle, 'approve') }, { ...context, approval: grant(lifecycle, 'approve', input) });
+    await invoke(
+      replica,
+      name,
+      { id: name, capability_id: capabilityOf('run_approval'), input, idempotency_key: keyOf(lifecycle, 'approve') },
+      { ...context, approval: grant(lifecycle, 'approve', input) },
+    );
   } else if (lifecycle.kind === 'stop') {
     const input = { run_id: runId };
-    await invoke(replica, name, { id: name, capability_id: capabilityOf('run_stop'), input, idempotency_key: keyOf(lifecycle, 'stop') }, { ...context, approval: grant(lifecycle, 'stop', input) });
+    await invoke(
+      replica,
+      name,
+      { id: name, capability_id: capabilityOf('run_stop'), input, idempotency_key: keyOf(lifecycle, 'stop') },
+      { ...context, approval: grant(lifecycle, 'stop', input) },
+    );
   } else {
-    report(name, await whileUnavailable(name, () => replica.cancel(startAction(lifecycle), context), (value) => value?.error?.code === UNAVAILABLE));
+    report(
+      name,
+      await whileUnavailable(
+        name,
+        () => replica.cancel(startAction(lifecycle), context),
+        (value) => value?.error?.code === UNAVAILABLE,
+      ),
+    );
   }
 }
 

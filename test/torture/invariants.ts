@@ -49,7 +49,9 @@ function startsByProviderKey(hermes: HermesSimulator): Map<string, number> {
 }
 
 export function duplicateStarts(hermes: HermesSimulator): string[] {
-  return [...startsByProviderKey(hermes)].filter(([, count]) => count > 1).map(([key, count]) => `${count} POST /v1/runs reached Hermes with Idempotency-Key ${key}`);
+  return [...startsByProviderKey(hermes)]
+    .filter(([, count]) => count > 1)
+    .map(([key, count]) => `${count} POST /v1/runs reached Hermes with Idempotency-Key ${key}`);
 }
 
 function toolUseIdOf(event: Record<string, unknown>): string {
@@ -158,10 +160,13 @@ export async function atTheEnd(observed: Observed, lastChild: ResultLine[]): Pro
       }
       const record = records.get(`${action.capability}|${action.recordedAs}`);
       for (const report of reports) {
-        const disagrees = record ? report.status !== record.status || report.code !== record.code || report.run_id !== record.run_id : report.status === 'completed' || report.code === `${PREFIX}outcome_unknown`;
+        const disagrees = record
+          ? report.status !== record.status || report.code !== record.code || report.run_id !== record.run_id
+          : report.status === 'completed' || report.code === `${PREFIX}outcome_unknown`;
         if (disagrees) problems.push(`${action.name}: reported ${JSON.stringify(report)} but the ledger holds ${JSON.stringify(record ?? null)}`);
       }
-      if (lifecycle.duplicate && action.name === actionName(lifecycle, START) && reports.length !== 2) problems.push(`${action.name}: ${reports.length} reports from the two replicas`);
+      if (lifecycle.duplicate && action.name === actionName(lifecycle, START) && reports.length !== 2)
+        problems.push(`${action.name}: ${reports.length} reports from the two replicas`);
       count(kindOf((reports[0] as ResultLine).status, (reports[0] as ResultLine).code));
     }
   }

@@ -48,27 +48,30 @@ export async function startKillProxy(target: string): Promise<KillProxy> {
     outgoing.end(body);
   };
   const server = createServer((req, res) => {
-    readBody(req).then((body) => {
-      const request = { method: req.method ?? '', path: req.url ?? '', body: body.toString('utf8') };
-      const caught = trap?.matches(request) ? trap : undefined;
-      if (caught) trap = undefined;
-      if (caught?.phase === 'before') return caught.held();
-      forward(
-        req,
-        body,
-        (answer) => {
-          if (!caught) {
-            res.writeHead(answer.statusCode ?? 502, answer.headers);
-            answer.pipe(res);
-            return;
-          }
-          // The simulator answered; the answer is read in full and never relayed.
-          answer.resume();
-          answer.on('end', () => caught.held());
-        },
-        res,
-      );
-    }, () => res.destroy());
+    readBody(req).then(
+      (body) => {
+        const request = { method: req.method ?? '', path: req.url ?? '', body: body.toString('utf8') };
+        const caught = trap?.matches(request) ? trap : undefined;
+        if (caught) trap = undefined;
+        if (caught?.phase === 'before') return caught.held();
+        forward(
+          req,
+          body,
+          (answer) => {
+            if (!caught) {
+              res.writeHead(answer.statusCode ?? 502, answer.headers);
+              answer.pipe(res);
+              return;
+            }
+            // The simulator answered; the answer is read in full and never relayed.
+            answer.resume();
+            answer.on('end', () => caught.held());
+          },
+          res,
+        );
+      },
+      () => res.destroy(),
+    );
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {

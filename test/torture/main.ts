@@ -34,7 +34,9 @@ function pgRestartCommand(restarts: number): string[] | undefined {
   if (restarts === 0) return undefined;
   const allowed = process.env.HERMES_TORTURE_PG_RESTART === '1' || Boolean(process.env.CI);
   if (!allowed || process.getuid?.() !== 0) usage('--pg-restarts needs root and HERMES_TORTURE_PG_RESTART=1 (or CI)');
-  const version = readdirSync('/usr/lib/postgresql').sort((a, b) => Number(a) - Number(b)).pop();
+  const version = readdirSync('/usr/lib/postgresql')
+    .sort((a, b) => Number(a) - Number(b))
+    .pop();
   return ['pg_ctlcluster', String(version), 'main', 'restart'];
 }
 

@@ -95,21 +95,40 @@ export function scriptOf(kind: LifecycleKind): RunStep[] {
       { type: 'complete', output: 'Removed.' },
     ];
   }
-  if (kind === 'events') return [{ type: 'delta', text: 'Hello' }, { type: 'delta', text: ' world' }, { type: 'complete', output: 'Hello world' }];
+  if (kind === 'events')
+    return [
+      { type: 'delta', text: 'Hello' },
+      { type: 'delta', text: ' world' },
+      { type: 'complete', output: 'Hello world' },
+    ];
   // Long enough to be stopped, short enough that a run nobody stopped (its stop was lost in a kill) ends by itself.
-  return [{ type: 'delta', text: 'working' }, { type: 'sleep', ms: 1500 }, { type: 'complete', output: 'late' }];
+  return [
+    { type: 'delta', text: 'working' },
+    { type: 'sleep', ms: 1500 },
+    { type: 'complete', output: 'late' },
+  ];
 }
 
 /** The lifecycles and bridge jobs one round adds to the plan. */
 export function planRound(random: () => number, round: number): { lifecycles: Lifecycle[]; jobs: JobSpec[] } {
-  const lifecycles = Array.from({ length: 3 }, (_, index): Lifecycle => ({
-    id: `r${round}l${index}`,
-    tenant: pick(random, TENANTS),
-    kind: pick(random, ['events', 'approval', 'stop', 'cancel'] as const),
-    replica: random() < 0.5 ? 0 : 1,
-    duplicate: random() < 0.3,
-  }));
-  const steps: RunStep[] = random() < 0.5 ? scriptOf('events') : [{ type: 'delta', text: 'Rendering' }, { type: 'sleep', ms: 300 }, { type: 'complete', output: 'Rendered.' }];
+  const lifecycles = Array.from(
+    { length: 3 },
+    (_, index): Lifecycle => ({
+      id: `r${round}l${index}`,
+      tenant: pick(random, TENANTS),
+      kind: pick(random, ['events', 'approval', 'stop', 'cancel'] as const),
+      replica: random() < 0.5 ? 0 : 1,
+      duplicate: random() < 0.3,
+    }),
+  );
+  const steps: RunStep[] =
+    random() < 0.5
+      ? scriptOf('events')
+      : [
+          { type: 'delta', text: 'Rendering' },
+          { type: 'sleep', ms: 300 },
+          { type: 'complete', output: 'Rendered.' },
+        ];
   const jobs: JobSpec[] = [{ sessionId: `sesn_torture_${round}`, toolUseId: `toolu_torture_${round}`, input: { prompt: `job ${round}`, sim_script: steps } }];
   return { lifecycles, jobs };
 }

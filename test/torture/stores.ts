@@ -39,7 +39,8 @@ export function createSqliteStore(): TortureStore {
   return {
     spec: { kind: 'sqlite', path },
     query: async (sql) => read((db) => db.prepare(sql).all() as Row[], []),
-    integrity: async () => read((db) => (db.pragma('integrity_check') as Array<{ integrity_check: string }>).map((row) => row.integrity_check).join('; '), 'ok'),
+    integrity: async () =>
+      read((db) => (db.pragma('integrity_check') as Array<{ integrity_check: string }>).map((row) => row.integrity_check).join('; '), 'ok'),
     terminateBackends: async () => 0,
     remove: async () => rmSync(dir, { recursive: true, force: true }),
   };

@@ -25,27 +25,43 @@ function expectClean(summary: TortureSummary, kills: number): void {
 const restartAllowed = process.env.HERMES_TORTURE_PG_RESTART === '1' && process.getuid?.() === 0;
 
 describe('crash torture', () => {
-  it('SQLite: 10 kills at random and targeted moments, nothing duplicated or lost', async () => {
-    expectClean(await runTorture({ kills: 10, ledger: 'sqlite', seed: 17 }), 10);
-  }, SLOW);
+  it(
+    'SQLite: 10 kills at random and targeted moments, nothing duplicated or lost',
+    async () => {
+      expectClean(await runTorture({ kills: 10, ledger: 'sqlite', seed: 17 }), 10);
+    },
+    SLOW,
+  );
 
-  it.skipIf(!PG_URL)('PostgreSQL: 5 kills and backends ended mid-run, the connector recovering by itself', async () => {
-    const version = restartAllowed ? readdirSync('/usr/lib/postgresql').sort((a, b) => Number(a) - Number(b)).pop() : undefined;
-    const summary = await runTorture({
-      kills: 5,
-      ledger: 'postgres',
-      seed: 23,
-      pgUrl: PG_URL,
-      pgRestarts: version ? 1 : 0,
-      pgRestartCommand: version ? ['pg_ctlcluster', version, 'main', 'restart'] : undefined,
-    });
-    expectClean(summary, 5);
-    expect(summary.pg_faults.rounds, JSON.stringify(summary)).toBeGreaterThan(0);
-  }, SLOW);
+  it.skipIf(!PG_URL)(
+    'PostgreSQL: 5 kills and backends ended mid-run, the connector recovering by itself',
+    async () => {
+      const version = restartAllowed
+        ? readdirSync('/usr/lib/postgresql')
+            .sort((a, b) => Number(a) - Number(b))
+            .pop()
+        : undefined;
+      const summary = await runTorture({
+        kills: 5,
+        ledger: 'postgres',
+        seed: 23,
+        pgUrl: PG_URL,
+        pgRestarts: version ? 1 : 0,
+        pgRestartCommand: version ? ['pg_ctlcluster', version, 'main', 'restart'] : undefined,
+      });
+      expectClean(summary, 5);
+      expect(summary.pg_faults.rounds, JSON.stringify(summary)).toBeGreaterThan(0);
+    },
+    SLOW,
+  );
 
-  it('a ledger whose claim ignores every lease makes the torture fail', async () => {
-    const summary = await runTorture({ kills: 3, ledger: 'sqlite', seed: 17, brokenLedger: 'claim-always' });
-    expect(summary.duplicates).toBeGreaterThan(0);
-    expect(summary.violations.some((problem) => problem.includes('POST /v1/runs reached Hermes'))).toBe(true);
-  }, SLOW);
+  it(
+    'a ledger whose claim ignores every lease makes the torture fail',
+    async () => {
+      const summary = await runTorture({ kills: 3, ledger: 'sqlite', seed: 17, brokenLedger: 'claim-always' });
+      expect(summary.duplicates).toBeGreaterThan(0);
+      expect(summary.violations.some((problem) => problem.includes('POST /v1/runs reached Hermes'))).toBe(true);
+    },
+    SLOW,
+  );
 });

@@ -57,7 +57,16 @@ const WATCHDOG_MS = 120_000;
 const MAX_ROUNDS_PER_KILL = 3;
 
 type Moment = 'random' | `${'start' | 'approval' | 'stop' | 'herm-final'}:${HoldPhase}` | 'pg-terminate' | 'pg-restart';
-const TARGETED: Moment[] = ['start:before', 'start:after', 'approval:before', 'approval:after', 'stop:before', 'stop:after', 'herm-final:before', 'herm-final:after'];
+const TARGETED: Moment[] = [
+  'start:before',
+  'start:after',
+  'approval:before',
+  'approval:after',
+  'stop:before',
+  'stop:after',
+  'herm-final:before',
+  'herm-final:after',
+];
 
 const isPost = (request: ProxiedRequest, test: (path: string) => boolean) => request.method === 'POST' && test(request.path);
 const MATCHERS: Record<string, (request: ProxiedRequest) => boolean> = {
@@ -91,7 +100,9 @@ function spawnChild(config: ChildConfig): Incarnation {
     for (const line of complete) if (line.startsWith('{')) lines.push(JSON.parse(line) as ChildLine);
   });
   child.stderr?.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString('utf8')).slice(-4000)));
-  const ended = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const ended = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
   return { child, lines, stderr: () => stderr, ended };
 }
 
@@ -204,7 +215,13 @@ async function databaseFault(world: World, moment: Moment, random: () => number,
 /** Waits (bounded) until the database answers again after a restart. */
 async function serverAnswers(store: TortureStore): Promise<void> {
   for (let attempt = 0; attempt < 300; attempt++) {
-    if (await store.query('SELECT 1').then(() => true, () => false)) return;
+    if (
+      await store.query('SELECT 1').then(
+        () => true,
+        () => false,
+      )
+    )
+      return;
     await sleep(100);
   }
   throw new Error('the database did not come back within 30 s of its restart');
@@ -258,9 +275,12 @@ export async function runTorture(options: TortureOptions): Promise<TortureSummar
         summary.kills++;
         summary.kills_by_moment[moment] = (summary.kills_by_moment[moment] ?? 0) + 1;
       } else if (outcome === 'hung') summary.violations.push(`round ${summary.rounds}: the child hung (${moment})`);
-      else if (!incarnation.lines.some((line) => line.t === 'done')) summary.violations.push(`round ${summary.rounds}: the child failed (${moment}): ${incarnation.stderr()}`);
+      else if (!incarnation.lines.some((line) => line.t === 'done'))
+        summary.violations.push(`round ${summary.rounds}: the child failed (${moment}): ${incarnation.stderr()}`);
       summary.violations.push(...(await afterRestart(observed, settled)).map((problem) => `after round ${summary.rounds} (${moment}): ${problem}`));
-      log(`round ${summary.rounds}: ${moment} -> ${outcome}; kills ${summary.kills}/${options.kills}; plan ${world.plan.lifecycles.length} lifecycles, ${world.plan.jobs.length} jobs`);
+      log(
+        `round ${summary.rounds}: ${moment} -> ${outcome}; kills ${summary.kills}/${options.kills}; plan ${world.plan.lifecycles.length} lifecycles, ${world.plan.jobs.length} jobs`,
+      );
     }
     await finalRun(world, summary, observed);
     summary.hermes_starts = world.hermes.startCount();
@@ -279,7 +299,10 @@ async function finalRun(world: World, summary: TortureSummary, observed: Paramet
   const ended = await Promise.race([last.ended.then(() => 'ended'), sleep(WATCHDOG_MS).then(() => 'hung')]);
   await kill(last);
   if (ended === 'hung' || !last.lines.some((line) => line.t === 'done')) summary.violations.push(`the last child did not finish the plan: ${last.stderr()}`);
-  const verdict = await atTheEnd(observed, last.lines.filter((line): line is ResultLine => line.t === 'result'));
+  const verdict = await atTheEnd(
+    observed,
+    last.lines.filter((line): line is ResultLine => line.t === 'result'),
+  );
   summary.actions = verdict.actions;
   summary.outcomes = verdict.outcomes;
   summary.lost = verdict.lost;

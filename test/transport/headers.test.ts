@@ -98,7 +98,10 @@ describe('buildHeaders with a full context', () => {
   });
 
   it('never reads a header from action.input', () => {
-    const action = { ...fullAction(), input: { authorization: 'Bearer other', 'user-agent': 'x', 'idempotency-key': 'y', headers: { 'x-aip-tenant-id': 'evil' } } };
+    const action = {
+      ...fullAction(),
+      input: { authorization: 'Bearer other', 'user-agent': 'x', 'idempotency-key': 'y', headers: { 'x-aip-tenant-id': 'evil' } },
+    };
     const headers = buildHeaders(sources({ action, sessionKey: undefined }));
     expect(headers.authorization).toBe(`Bearer ${TEST_API_KEY}`);
     expect(headers['user-agent']).toBe(`aip-connector-hermes-agent/${PACKAGE_VERSION}`);

@@ -35,7 +35,10 @@ describe('parseProviderJson', () => {
   });
 
   it('redacts the key in strings and member names, also behind escapes, and keeps an own "__proto__" member a member', () => {
-    const parsed = parseProviderJson(`{"__proto__": "${SECRET}", "k": ["x\\u0073k_test_secret"], "${SECRET}": {"${SECRET}x": 1}}`, SECRET) as Record<string, unknown>;
+    const parsed = parseProviderJson(`{"__proto__": "${SECRET}", "k": ["x\\u0073k_test_secret"], "${SECRET}": {"${SECRET}x": 1}}`, SECRET) as Record<
+      string,
+      unknown
+    >;
     expect(Object.getPrototypeOf(parsed)).toBe(Object.prototype);
     expect(JSON.stringify(parsed)).toBe('{"__proto__":"[REDACTED]","k":["x[REDACTED]"],"[REDACTED]":{"[REDACTED]x":1}}');
   });
@@ -43,7 +46,8 @@ describe('parseProviderJson', () => {
   it('property: however the provider escapes its JSON strings, no parsed string or member name holds the key', () => {
     // Keys with each character JSON may escape on its own, so that each kind of escape is needed.
     const secretArb = fc.constantFrom('sk_plain~', 'sk_"q', 'sk_\\q', 'sk_/q');
-    const textOf = (secret: string) => fc.array(fc.constantFrom(secret, 'sk_', 'é', '\n', 'x', '"', '\\', '/'), { maxLength: 6 }).map((parts) => parts.join(''));
+    const textOf = (secret: string) =>
+      fc.array(fc.constantFrom(secret, 'sk_', 'é', '\n', 'x', '"', '\\', '/'), { maxLength: 6 }).map((parts) => parts.join(''));
     /** Which characters of string literals to spell as escapes (by character and position). */
     const escapeArb = fc.oneof(
       fc.constant((_char: string, _at: number) => false),
@@ -65,7 +69,9 @@ describe('parseProviderJson', () => {
       });
     fc.assert(
       fc.property(
-        secretArb.chain((secret) => fc.tuple(fc.constant(secret), fc.dictionary(textOf(secret), fc.oneof(textOf(secret), fc.array(textOf(secret), { maxLength: 3 })), { maxKeys: 4 }))),
+        secretArb.chain((secret) =>
+          fc.tuple(fc.constant(secret), fc.dictionary(textOf(secret), fc.oneof(textOf(secret), fc.array(textOf(secret), { maxLength: 3 })), { maxKeys: 4 })),
+        ),
         escapeArb,
         fc.boolean(),
         ([secret, value], escape, upper) => {

@@ -242,11 +242,15 @@ describe('bad frames are invalid_response', () => {
   });
 
   it('refuses invalid UTF-8 that follows a good frame in the same push, after returning the frame', () => {
-    expectPositional(Buffer.concat([bytes('data: {"event": "a"}\n\ndata: {"x": "'), Buffer.from([0xff]), bytes('"}\n\n')]), ROOMY, [event('a', { event: 'a' })]);
+    expectPositional(Buffer.concat([bytes('data: {"event": "a"}\n\ndata: {"x": "'), Buffer.from([0xff]), bytes('"}\n\n')]), ROOMY, [
+      event('a', { event: 'a' }),
+    ]);
   });
 
   it('refuses other invalid UTF-8: a bad continuation split across pushes, an overlong encoding, a lone surrogate', () => {
-    expectInvalid(() => decodeChunks([Buffer.concat([bytes('data: {"event": "a", "x": "'), Buffer.from([0xc3])]), Buffer.concat([Buffer.from([0x28]), bytes('"}\n\n')])]));
+    expectInvalid(() =>
+      decodeChunks([Buffer.concat([bytes('data: {"event": "a", "x": "'), Buffer.from([0xc3])]), Buffer.concat([Buffer.from([0x28]), bytes('"}\n\n')])]),
+    );
     expectInvalid(() => decodeWhole(Buffer.concat([bytes('data: {"event": "a", "x": "'), Buffer.from([0xc0, 0xaf]), bytes('"}\n\n')])));
     expectInvalid(() => decodeWhole(Buffer.concat([bytes('data: {"event": "a", "x": "'), Buffer.from([0xed, 0xa0, 0x80]), bytes('"}\n\n')])));
   });
@@ -324,7 +328,11 @@ describe('size limits', () => {
     const exact: SseDecoderLimits = { maxFrameBytes: LIMIT, maxStreamBytes: stream.length };
     expect(decodeWhole(stream, exact)).toHaveLength(10);
     const tight: SseDecoderLimits = { maxFrameBytes: LIMIT, maxStreamBytes: stream.length - 1 };
-    expectPositional(stream, tight, Array.from({ length: 9 }, () => event('a', { event: 'a' })));
+    expectPositional(
+      stream,
+      tight,
+      Array.from({ length: 9 }, () => event('a', { event: 'a' })),
+    );
     // Frame by frame, the push that crosses the limit is the one refused.
     const d = decoder({ maxFrameBytes: LIMIT, maxStreamBytes: smallFrame.length * 3 + 5 });
     expect(d.push(smallFrame)).toHaveLength(1);
@@ -378,9 +386,12 @@ describe('chunking never changes the result', () => {
 
   const endingArb = fc.constantFrom<Ending>('\n', '\r\n', '\r');
   const textArb = fc
-    .array(fc.oneof(fc.constantFrom('é', '😀', '€', 'a', ' ', '"', '\\', '\t', '\u0000', '\u2028', '\r', '\n', ':'), fc.string({ unit: 'grapheme', maxLength: 6 })), {
-      maxLength: 12,
-    })
+    .array(
+      fc.oneof(fc.constantFrom('é', '😀', '€', 'a', ' ', '"', '\\', '\t', '\u0000', '\u2028', '\r', '\n', ':'), fc.string({ unit: 'grapheme', maxLength: 6 })),
+      {
+        maxLength: 12,
+      },
+    )
     .map((parts) => parts.join(''));
   const frameArb: fc.Arbitrary<Frame> = fc.oneof(
     {
@@ -396,7 +407,10 @@ describe('chunking never changes the result', () => {
         ending: endingArb,
       }),
     },
-    { weight: 2, arbitrary: fc.record({ kind: fc.constant('comment' as const), text: fc.constantFrom('keepalive', '', 'stream closed', 'é 😀'), ending: endingArb }) },
+    {
+      weight: 2,
+      arbitrary: fc.record({ kind: fc.constant('comment' as const), text: fc.constantFrom('keepalive', '', 'stream closed', 'é 😀'), ending: endingArb }),
+    },
     { weight: 1, arbitrary: fc.record({ kind: fc.constant('done' as const), ending: endingArb }) },
   );
 
@@ -443,7 +457,33 @@ describe('chunking never changes the result', () => {
     fc
       .array(
         fc.oneof(
-          fc.constantFrom('data: ', 'data:', 'event: ', 'id: ', 'retry: x', ': ', '{', '}', '[', ']', '"event"', '"a"', ':', ',', '[DONE]', '\n', '\r', '\r\n', '\n\n', 'é', '😀', 'null', '1').map((s) => bytes(s)),
+          fc
+            .constantFrom(
+              'data: ',
+              'data:',
+              'event: ',
+              'id: ',
+              'retry: x',
+              ': ',
+              '{',
+              '}',
+              '[',
+              ']',
+              '"event"',
+              '"a"',
+              ':',
+              ',',
+              '[DONE]',
+              '\n',
+              '\r',
+              '\r\n',
+              '\n\n',
+              'é',
+              '😀',
+              'null',
+              '1',
+            )
+            .map((s) => bytes(s)),
           fc.uint8Array({ minLength: 1, maxLength: 3 }),
         ),
         { maxLength: 80 },

@@ -57,7 +57,13 @@ describe('StrictUtf8Decoder is TextDecoder("utf-8", { fatal: true }) in stream m
 
   it.each([
     ['a 4-byte code point one byte at a time', [[0xf0], [0x9f], [0x98], [0x80]]],
-    ['a BOM split in two, then text', [[0xef, 0xbb], [0xbf, 0x68, 0x69]]],
+    [
+      'a BOM split in two, then text',
+      [
+        [0xef, 0xbb],
+        [0xbf, 0x68, 0x69],
+      ],
+    ],
     ['a BOM after the start is kept', [[0x68], [0xef, 0xbb, 0xbf]]],
     ['an overlong E0 80 prefix', [[0x61, 0xe0], [0x80], [0x80]]],
     ['a surrogate ED A0 prefix', [[0xed, 0xa0], [0x80]]],

@@ -53,7 +53,8 @@ export const approvalRequiresEvidence: Check = {
     }
     for (const runId of [selected, other]) {
       const status = (await session.readStatus(runId))['status'];
-      if (status !== 'waiting_for_approval') throw new CheckFailed(`after the refused approvals run ${runId} is ${String(status)}, no longer waiting_for_approval`);
+      if (status !== 'waiting_for_approval')
+        throw new CheckFailed(`after the refused approvals run ${runId} is ${String(status)}, no longer waiting_for_approval`);
     }
     await approveOnlySelected(session, selected, [other], evidence);
   },

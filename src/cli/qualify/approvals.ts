@@ -51,7 +51,9 @@ export async function approveOnlySelected(session: EndpointSession, selected: st
     }
   };
   try {
-    const { seen } = await session.followStatus(selected, (value) => TERMINAL_STATUSES.has(value), 'a terminal status after its approval', { onEach: checkOthers });
+    const { seen } = await session.followStatus(selected, (value) => TERMINAL_STATUSES.has(value), 'a terminal status after its approval', {
+      onEach: checkOthers,
+    });
     evidence['selected_run_statuses'] = seen;
   } catch (error) {
     // A run that never moves on after its own approval, while another run of the session did, is the leak

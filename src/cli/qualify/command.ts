@@ -2,7 +2,14 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { isSimulatorProfile, PROFILE_TRAITS, SIMULATOR_PROFILES, startHermesSimulator, type HermesSimulator, type SimulatorProfile } from '../../simulator/index.js';
+import {
+  isSimulatorProfile,
+  PROFILE_TRAITS,
+  SIMULATOR_PROFILES,
+  startHermesSimulator,
+  type HermesSimulator,
+  type SimulatorProfile,
+} from '../../simulator/index.js';
 import { HELP_OPTION, fileErrorText, integerOption, parseCommand } from '../args.js';
 import { openConnector, describeLedger, loadConfig } from '../config.js';
 import { EXIT, UsageError } from '../errors.js';
@@ -51,7 +58,8 @@ export async function qualifyCommand(args: string[]): Promise<number> {
   }
   if (values.simulate && values.config !== undefined) throw new UsageError('qualify: --simulate and --config exclude each other');
   if (values.profile !== undefined && !values.simulate) throw new UsageError('qualify: --profile applies only with --simulate');
-  if (values.profile !== undefined && !isSimulatorProfile(values.profile)) throw new UsageError(`qualify: --profile must be one of ${SIMULATOR_PROFILES.join(', ')}`);
+  if (values.profile !== undefined && !isSimulatorProfile(values.profile))
+    throw new UsageError(`qualify: --profile must be one of ${SIMULATOR_PROFILES.join(', ')}`);
   for (const name of ['approval-prompt', 'harmless-prompt'] as const) {
     if (values[name] !== undefined && values[name].trim() === '') throw new UsageError(`qualify: --${name} must not be empty`);
   }
@@ -96,7 +104,9 @@ export async function qualifyCommand(args: string[]): Promise<number> {
   try {
     const { connector, ledger } = openConnector(config);
     try {
-      const where = simulator ? `the embedded Hermes simulator (profile ${profile}) at ${simulator.url}` : `${config.endpoints.length} endpoint${config.endpoints.length === 1 ? '' : 's'} from ${config.source}`;
+      const where = simulator
+        ? `the embedded Hermes simulator (profile ${profile}) at ${simulator.url}`
+        : `${config.endpoints.length} endpoint${config.endpoints.length === 1 ? '' : 's'} from ${config.source}`;
       process.stdout.write(`hermes-aip qualify ${qualificationId}: ${CHECKS.length} checks against ${where}\n`);
       endpoints = await qualifyEndpoints(config.endpoints, connector, ledger, settings, progress);
     } finally {
@@ -143,7 +153,14 @@ export async function qualifyCommand(args: string[]): Promise<number> {
     `\nQualification ${verdict}: ${passed}/${checks.length} checks passed on ${endpoints.length} endpoint${endpoints.length === 1 ? '' : 's'} in ${duration(evidence.duration_ms)}\n`,
   );
   if (values.out !== undefined) {
-    const [evidencePath, reportPath] = writeArtifacts(values.out, [['evidence.json', jsonDocument(evidence)], ['report.html', renderReport(evidence)]], 'the evidence');
+    const [evidencePath, reportPath] = writeArtifacts(
+      values.out,
+      [
+        ['evidence.json', jsonDocument(evidence)],
+        ['report.html', renderReport(evidence)],
+      ],
+      'the evidence',
+    );
     process.stdout.write(`Evidence: ${evidencePath}\nReport:   ${reportPath}\n`);
   }
   if (evidence.result === 'interrupted') return EXIT.interrupted;

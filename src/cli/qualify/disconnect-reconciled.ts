@@ -43,10 +43,14 @@ export const disconnectReconciled: Check = {
     };
     if (kinds[0] === undefined) throw new CheckFailed(`the event stream of run ${runId} delivered no chunk to cut: ${describeResult(first)}`);
     if (kinds[0] === 'done' || kinds[0] === 'error') {
-      throw new CheckFailed(`the event stream of run ${runId} ended at its first chunk (${describeResult(first)}); this check needs a run that is still active`);
+      throw new CheckFailed(
+        `the event stream of run ${runId} ended at its first chunk (${describeResult(first)}); this check needs a run that is still active`,
+      );
     }
     if (first.status === 'completed' || firstOutput?.terminal === true) {
-      throw new CheckFailed(`the connector reported the stream of run ${runId} as ${first.status} (terminal ${String(firstOutput?.terminal)}) although its consumer cut it after the first chunk`);
+      throw new CheckFailed(
+        `the connector reported the stream of run ${runId} as ${first.status} (terminal ${String(firstOutput?.terminal)}) although its consumer cut it after the first chunk`,
+      );
     }
 
     await resubscribe(session, runId, firstOutput?.events ?? [], evidence);
@@ -75,12 +79,16 @@ async function resubscribe(session: EndpointSession, runId: string, delivered: H
     if (result.receipt?.['replayed'] === true) throw new CheckFailed(`the connector claimed a replay for a second subscription to run ${runId}`);
     const replayed = events.filter((event) => seen.has(eventKey(event)));
     if (replayed.length > 0) {
-      throw new CheckFailed(`a second subscription to run ${runId} received ${replayed.length} event(s) the cut stream had already delivered (${replayed[0]?.event}): the stream was replayed`);
+      throw new CheckFailed(
+        `a second subscription to run ${runId} received ${replayed.length} event(s) the cut stream had already delivered (${replayed[0]?.event}): the stream was replayed`,
+      );
     }
     if (result.error?.code === NOT_FOUND) return;
     if (session.settings.signal.aborted) throw new CheckFailed(`interrupted while subscribing again to run ${runId}`);
     if (Date.now() + SETTLE_MS >= session.deadline) {
-      throw new CheckFailed(`a second subscription to run ${runId} after the disconnect was answered ${describeResult(result)}, not ${NOT_FOUND}, until the deadline`);
+      throw new CheckFailed(
+        `a second subscription to run ${runId} after the disconnect was answered ${describeResult(result)}, not ${NOT_FOUND}, until the deadline`,
+      );
     }
   }
 }

@@ -53,7 +53,9 @@ export const discovery: Check = {
     const missing = expected.filter((id) => !found.includes(id));
     const extra = found.filter((id) => !expected.includes(id));
     if (missing.length > 0 || extra.length > 0 || found.length !== expected.length) {
-      throw new CheckFailed(`expected exactly ${expected.length} capability ids for endpoint ${session.endpoint.id}; missing: ${missing.join(', ') || 'none'}; unexpected: ${extra.join(', ') || 'none'}`);
+      throw new CheckFailed(
+        `expected exactly ${expected.length} capability ids for endpoint ${session.endpoint.id}; missing: ${missing.join(', ') || 'none'}; unexpected: ${extra.join(', ') || 'none'}`,
+      );
     }
 
     const contracts: Record<string, unknown> = {};

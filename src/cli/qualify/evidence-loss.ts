@@ -37,7 +37,8 @@ export const evidenceLoss: Check = {
 
     const status = await session.invoke('run_status', { run_id: lost.runId });
     evidence['status_read'] = resultEvidence(status);
-    if (status.error?.code !== NOT_FOUND) throw new CheckFailed(`run_status of the lost run ${lost.runId} answered ${describeResult(status)}, not ${NOT_FOUND}`);
+    if (status.error?.code !== NOT_FOUND)
+      throw new CheckFailed(`run_status of the lost run ${lost.runId} answered ${describeResult(status)}, not ${NOT_FOUND}`);
     evidence['interpretation'] = 'evidence_lost';
     evidence['statement'] = ABSENCE_STATEMENT;
   },
@@ -49,7 +50,8 @@ const RECONCILE_PASSES = 5;
 async function reconcileUntilUpdated(session: EndpointSession, lost: LostRun): Promise<{ after: RunEvidence | null; passes: number }> {
   let after: RunEvidence | null = lost.before;
   let passes = 0;
-  const unchanged = (binding: RunEvidence) => !binding.evidence_lost && binding.updated_at === lost.before.updated_at && binding.last_status === lost.before.last_status;
+  const unchanged = (binding: RunEvidence) =>
+    !binding.evidence_lost && binding.updated_at === lost.before.updated_at && binding.last_status === lost.before.last_status;
   while (after && unchanged(after) && passes < RECONCILE_PASSES) {
     await session.connector.reconcile();
     passes += 1;
@@ -97,5 +99,11 @@ async function bindingUnknownToHermes(session: EndpointSession): Promise<LostRun
 }
 
 function bindingEvidence(binding: RunEvidence): Record<string, unknown> {
-  return { action_id: binding.action_id, run_id: binding.run_id, last_status: binding.last_status, terminal_event: binding.terminal_event, evidence_lost: binding.evidence_lost };
+  return {
+    action_id: binding.action_id,
+    run_id: binding.run_id,
+    last_status: binding.last_status,
+    terminal_event: binding.terminal_event,
+    evidence_lost: binding.evidence_lost,
+  };
 }

@@ -25,14 +25,16 @@ export const orderedEvents: Check = {
     if (!output) throw new CheckFailed(`run_events of ${runId} returned no stream: ${describeResult(result)}`);
 
     const sequences = chunks.map((chunk) => chunk.sequence);
-    if (sequences.some((sequence, index) => sequence !== index)) throw new CheckFailed(`stream chunks arrived out of order or with gaps: sequences ${sequences.join(', ')}`);
+    if (sequences.some((sequence, index) => sequence !== index))
+      throw new CheckFailed(`stream chunks arrived out of order or with gaps: sequences ${sequences.join(', ')}`);
     const finals = chunks.filter((chunk) => chunk.kind === 'done' || chunk.kind === 'error');
     if (finals.length !== 1 || chunks[chunks.length - 1] !== finals[0]) {
       throw new CheckFailed(`expected exactly one final chunk (done or error), last; got ${finals.length}`);
     }
     for (const [index, event] of events.entries()) {
       const eventRunId = event.data['run_id'];
-      if (eventRunId !== undefined && eventRunId !== runId) throw new CheckFailed(`event ${index} (${event.event}) belongs to run ${String(eventRunId)}, not ${runId}`);
+      if (eventRunId !== undefined && eventRunId !== runId)
+        throw new CheckFailed(`event ${index} (${event.event}) belongs to run ${String(eventRunId)}, not ${runId}`);
     }
     const late = events.findIndex((event, index) => {
       const [before, now] = [timestampOf(events[index - 1]?.data), timestampOf(event.data)];
@@ -44,7 +46,9 @@ export const orderedEvents: Check = {
       const count = `${events.length} event${events.length === 1 ? '' : 's'}${events.length > 0 ? ` (last: ${events[events.length - 1]?.event})` : ''}`;
       const code = result.error?.code ?? '';
       if (code.endsWith('.deadline_exceeded') || code.endsWith('.cancelled')) {
-        throw new CheckFailed(`no terminal event (${TERMINAL_LIST}) arrived within ${duration(session.settings.stepTimeoutMs)}: the stream stayed open after ${count}`);
+        throw new CheckFailed(
+          `no terminal event (${TERMINAL_LIST}) arrived within ${duration(session.settings.stepTimeoutMs)}: the stream stayed open after ${count}`,
+        );
       }
       if (output.truncated) throw new CheckFailed(`the stream was truncated after ${count} without a terminal event (${TERMINAL_LIST})`);
       const reconciled = output.reconciliation?.status?.['status'];

@@ -108,7 +108,9 @@ async function cleanUp(session: EndpointSession): Promise<CleanupRecord[]> {
       if (value !== undefined && !TERMINAL_STATUSES.has(value)) {
         const action = { id: typedId('act_'), capability_id: session.cap('run_events'), input: { run_id: run.id } };
         const stop = await session.connector.cancel(action, session.context());
-        actions.push(`was ${value}; stopped: ${stop ? (stop.status === 'completed' ? `receipt ${String((stop.output as { status?: unknown }).status)}` : describeResult(stop)) : 'nothing to stop'}`);
+        actions.push(
+          `was ${value}; stopped: ${stop ? (stop.status === 'completed' ? `receipt ${String((stop.output as { status?: unknown }).status)}` : describeResult(stop)) : 'nothing to stop'}`,
+        );
       }
       if (run.stream === 'unread') {
         const drained = await session.invoke('run_events', { run_id: run.id }, { deadline: Math.min(session.deadline, Date.now() + DRAIN_MS) });

@@ -183,7 +183,9 @@ export class EndpointSession {
     const result = await this.invoke('run_status', { run_id: runId });
     if (result.status === 'completed') return result.output as Record<string, unknown>;
     if (result.error?.code === errorCode('deadline_exceeded')) {
-      throw new CheckFailed(`run ${runId} did not reach ${what} within ${duration(this.settings.stepTimeoutMs)} (statuses seen: ${seen.join(' → ') || 'none'})`);
+      throw new CheckFailed(
+        `run ${runId} did not reach ${what} within ${duration(this.settings.stepTimeoutMs)} (statuses seen: ${seen.join(' → ') || 'none'})`,
+      );
     }
     throw new CheckFailed(`run_status of ${runId} failed while waiting for ${what}: ${describeResult(result)}`);
   }

@@ -16,7 +16,11 @@ export const startAndStatus: Check = {
   async run(session, evidence) {
     const { runId, result, action } = await session.startRun('harmless');
     evidence['run_id'] = runId;
-    evidence['start'] = { ...resultEvidence(result), receipt_status: (result.output as { status?: unknown }).status, idempotency_key: result.receipt?.idempotency_key ?? null };
+    evidence['start'] = {
+      ...resultEvidence(result),
+      receipt_status: (result.output as { status?: unknown }).status,
+      idempotency_key: result.receipt?.idempotency_key ?? null,
+    };
     evidence['run_id_format'] = /^run_[0-9a-f]{32}$/.test(runId) ? 'run_<32 hex> (as at the pinned revision)' : 'other';
     if (!result.receipt?.idempotency_key) throw new CheckFailed('the run_start receipt does not carry the idempotency key it was sent with');
     evidence['binding'] = await checkBinding(session, action, runId);
@@ -45,11 +49,19 @@ async function checkReplay(session: EndpointSession, action: AipAction, runId: s
   const replay = await session.send({ ...action, id: typedId('act_') });
   const replayedRunId = (replay.output as { run_id?: unknown } | undefined)?.run_id;
   const requestsSent = requestsBefore === undefined ? null : (session.settings.providerRequestCount?.() ?? 0) - requestsBefore;
-  const record = { ...resultEvidence(replay), run_id: replayedRunId ?? null, replayed: replay.receipt?.replayed ?? false, original_action_id: replay.receipt?.original_action_id ?? null, provider_requests: requestsSent };
-  if (replay.status !== 'completed' || replayedRunId !== runId) throw new CheckFailed(`the same run_start sent again did not return run ${runId}: ${describeResult(replay)}`);
+  const record = {
+    ...resultEvidence(replay),
+    run_id: replayedRunId ?? null,
+    replayed: replay.receipt?.replayed ?? false,
+    original_action_id: replay.receipt?.original_action_id ?? null,
+    provider_requests: requestsSent,
+  };
+  if (replay.status !== 'completed' || replayedRunId !== runId)
+    throw new CheckFailed(`the same run_start sent again did not return run ${runId}: ${describeResult(replay)}`);
   if (replay.receipt?.replayed !== true || replay.receipt.original_action_id !== action.id) {
     throw new CheckFailed('the same run_start sent again was not marked as a replay of the original action');
   }
-  if (requestsSent !== null && requestsSent > 0) throw new CheckFailed(`the same run_start sent again reached Hermes (${requestsSent} request(s)); a replay must not`);
+  if (requestsSent !== null && requestsSent > 0)
+    throw new CheckFailed(`the same run_start sent again reached Hermes (${requestsSent} request(s)); a replay must not`);
   return record;
 }

@@ -19,7 +19,9 @@ export const stopFollowed: Check = {
   async run(session, evidence) {
     const { runId } = await session.startRun('long');
     evidence['run_id'] = runId;
-    const active = await session.followStatus(runId, (value) => ACTIVE.has(value), 'an active status (running or waiting_for_approval)', { failOnTerminal: true });
+    const active = await session.followStatus(runId, (value) => ACTIVE.has(value), 'an active status (running or waiting_for_approval)', {
+      failOnTerminal: true,
+    });
     evidence['statuses_before_stop'] = active.seen;
 
     const input = { run_id: runId };

@@ -36,7 +36,8 @@ export interface HermesDriverOptions {
   connector?: ConnectorFactory;
 }
 
-export const defaultConnectorFactory: ConnectorFactory = (options) => createHermesConnector({ endpoints: [options.endpoint], logger: options.logger, ...(options.ledger ? { ledger: options.ledger } : {}) });
+export const defaultConnectorFactory: ConnectorFactory = (options) =>
+  createHermesConnector({ endpoints: [options.endpoint], logger: options.logger, ...(options.ledger ? { ledger: options.ledger } : {}) });
 
 /** The Hermes connector as the conformance kit drives it: every call goes through a recording proxy in front of the provider. */
 export async function createHermesDriver(options: HermesDriverOptions): Promise<ConformanceDriver> {

@@ -1,7 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import { inspect } from 'node:util';
 import { pino, type Logger } from 'pino';
-import type { AipAction, AipActionResult, AipStreamChunk, ExecutionContext, HermesConnector, HermesEndpointConfig, OperationName, RunLedger } from '../../index.js';
+import type {
+  AipAction,
+  AipActionResult,
+  AipStreamChunk,
+  ExecutionContext,
+  HermesConnector,
+  HermesEndpointConfig,
+  OperationName,
+  RunLedger,
+} from '../../index.js';
 import { typedId } from '../../internal/ids.js';
 import type { Clock, EvidenceSource } from '../kit/types.js';
 import type { ProxiedRequest, RecordingProxy } from './proxy.js';
@@ -124,7 +133,11 @@ export class Harness {
   }
 
   /** run_start of a run of this kind; throws when no run id comes back (the scenario cannot go on). */
-  async startRun(connector: HermesConnector, kind: keyof RunBodies, options: InvokeOptions & { extraInput?: Record<string, unknown> } = {}): Promise<Invocation & { runId: string }> {
+  async startRun(
+    connector: HermesConnector,
+    kind: keyof RunBodies,
+    options: InvokeOptions & { extraInput?: Record<string, unknown> } = {},
+  ): Promise<Invocation & { runId: string }> {
     const body = kind === 'approval' ? this.provider.bodies.approval(kitId('sess_')) : this.provider.bodies[kind]();
     const started = await this.invoke(connector, 'run_start', { body, ...options.extraInput }, options);
     const runId = (started.result.output as { run_id?: unknown } | undefined)?.run_id;

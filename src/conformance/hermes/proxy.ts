@@ -75,7 +75,9 @@ export async function startRecordingProxy(target: string, apiKey: string, clock:
       record.status = providerRes.statusCode ?? 502;
       if (fault?.replaceBody !== undefined) {
         providerRes.resume();
-        providerRes.on('end', () => answer(res, record, { status: record.status ?? 502, body: fault.replaceBody as string, headers: { 'content-type': 'application/json' } }));
+        providerRes.on('end', () =>
+          answer(res, record, { status: record.status ?? 502, body: fault.replaceBody as string, headers: { 'content-type': 'application/json' } }),
+        );
         return;
       }
       res.writeHead(record.status, providerRes.headers);

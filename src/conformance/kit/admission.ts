@@ -71,7 +71,10 @@ function executionModeProblems(capability: AipCapability): string[] {
 
 function schemaProblems(capability: AipCapability): string[] {
   const problems: string[] = [];
-  for (const [name, schema] of [['input_schema', capability.input_schema], ['output_schema', capability.output_schema]] as const) {
+  for (const [name, schema] of [
+    ['input_schema', capability.input_schema],
+    ['output_schema', capability.output_schema],
+  ] as const) {
     for (const ref of remoteRefs(schema)) problems.push(`${capability.id} ${name} has a non-fragment $ref ${ref}`);
     try {
       // A fresh compiler per schema: each must compile on its own, with nothing else loaded.
@@ -90,7 +93,9 @@ function remoteRefs(value: unknown): string[] {
 }
 
 function bindingProblems(capability: AipCapability, profiles: string[]): string[] {
-  return capability.bindings.filter((binding) => !profiles.includes(binding.profile)).map((binding) => `${capability.id} binds profile ${binding.profile}, which the manifest does not declare`);
+  return capability.bindings
+    .filter((binding) => !profiles.includes(binding.profile))
+    .map((binding) => `${capability.id} binds profile ${binding.profile}, which the manifest does not declare`);
 }
 
 /** Every flag a contract raises needs the matching implementation claim. */
@@ -108,5 +113,7 @@ function claimProblems(capability: AipCapability, support: ImplementationSupport
     [contract.approval?.required === true, 'approval', 'requires approval'],
     [contract.credentials?.required === true, 'credentials', 'requires credentials'],
   ];
-  return claims.filter(([raised, flag]) => raised && !support[flag]).map(([, flag, what]) => `${capability.id} ${what} but the connector does not claim ${flag} support`);
+  return claims
+    .filter(([raised, flag]) => raised && !support[flag])
+    .map(([, flag, what]) => `${capability.id} ${what} but the connector does not claim ${flag} support`);
 }

@@ -1,7 +1,16 @@
 import { admissionProblems } from './admission.js';
 import { staticChecks } from './static-checks.js';
 import { scenarioTrigger } from './triggers.js';
-import { REQUIRED_ASSERTIONS, SCENARIO_IDS, type BehaviourCheck, type Clock, type ConformanceDriver, type ScenarioEvidence, type ScenarioId, type StaticCheck } from './types.js';
+import {
+  REQUIRED_ASSERTIONS,
+  SCENARIO_IDS,
+  type BehaviourCheck,
+  type Clock,
+  type ConformanceDriver,
+  type ScenarioEvidence,
+  type ScenarioId,
+  type StaticCheck,
+} from './types.js';
 
 export const ADMISSION_CHECK_ID = 'connector.atomic_manifest_admission';
 
@@ -57,7 +66,14 @@ function admissionCheck(driver: ConformanceDriver): BehaviourCheck {
     trigger: 'every connector manifest is admitted atomically before any scenario',
     reason: problems.length === 0 ? `${manifest.capabilities.length} capabilities of ${driver.connectorId} admitted` : problems.join('; '),
     assertions: [
-      { name: 'admitted', passed: problems.length === 0, reason: problems.length === 0 ? 'unique ids, execution modes, 2020-12 schemas without remote $ref, declared binding profiles, no projected-name collision, a claim behind every contract flag' : problems.join('; ') },
+      {
+        name: 'admitted',
+        passed: problems.length === 0,
+        reason:
+          problems.length === 0
+            ? 'unique ids, execution modes, 2020-12 schemas without remote $ref, declared binding profiles, no projected-name collision, a claim behind every contract flag'
+            : problems.join('; '),
+      },
     ],
     artifacts: manifest.capabilities.map((capability) => capability.id),
     host_roles: [],
@@ -67,13 +83,33 @@ function admissionCheck(driver: ConformanceDriver): BehaviourCheck {
 }
 
 function notApplicable(id: string, because: string): BehaviourCheck {
-  return { id, verdict: 'not_applicable', trigger: because, reason: `not applicable: ${because}`, assertions: [], artifacts: [], host_roles: [], observations: {}, duration_ms: 0 };
+  return {
+    id,
+    verdict: 'not_applicable',
+    trigger: because,
+    reason: `not applicable: ${because}`,
+    assertions: [],
+    artifacts: [],
+    host_roles: [],
+    observations: {},
+    duration_ms: 0,
+  };
 }
 
 /** Every required assertion present and true, and at least one non-blank artifact id. */
 function judge(id: string, scenario: ScenarioId, trigger: string, evidence: ScenarioEvidence | Error, durationMs: number): BehaviourCheck {
   if (evidence instanceof Error) {
-    return { id, verdict: 'failed', trigger, reason: `the scenario could not be run: ${evidence.message}`, assertions: [], artifacts: [], host_roles: [], observations: {}, duration_ms: durationMs };
+    return {
+      id,
+      verdict: 'failed',
+      trigger,
+      reason: `the scenario could not be run: ${evidence.message}`,
+      assertions: [],
+      artifacts: [],
+      host_roles: [],
+      observations: {},
+      duration_ms: durationMs,
+    };
   }
   const required = REQUIRED_ASSERTIONS[scenario];
   const assertions = required.map((name) => {

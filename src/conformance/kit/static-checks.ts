@@ -10,7 +10,10 @@ import type { StaticCheck } from './types.js';
 export function staticChecks(manifest: AipManifest): StaticCheck[] {
   return [
     check('discovery.manifest', manifestProblems(manifest)),
-    check('discovery.profile_set', manifest.profiles.filter((profile) => profile.trim() === '').map(() => 'a profile id is empty')),
+    check(
+      'discovery.profile_set',
+      manifest.profiles.filter((profile) => profile.trim() === '').map(() => 'a profile id is empty'),
+    ),
     check('discovery.profile_bindings', profileBindingProblems(manifest)),
     check('enterprise.capability_contract', manifest.capabilities.flatMap(enterpriseProblems)),
     check('profile.mcp.tools_list', mcpProjectionProblems(manifest)),
@@ -36,10 +39,16 @@ function manifestProblems(manifest: AipManifest): string[] {
 
 /** Each advertised transport profile needs the compatibility paths a peer would use. */
 const PROFILE_PATHS: Record<string, string[][]> = {
-  'aip.native.http.v1': [['native_http', 'messages'], ['native_http', 'manifest']],
+  'aip.native.http.v1': [
+    ['native_http', 'messages'],
+    ['native_http', 'manifest'],
+  ],
   'aip.native.nats.v1': [['native_nats', 'subject']],
   'aip.mcp.compat.v1': [['mcp', 'jsonrpc']],
-  'aip.a2a.compat.v1': [['a2a', 'agent_card'], ['a2a', 'jsonrpc']],
+  'aip.a2a.compat.v1': [
+    ['a2a', 'agent_card'],
+    ['a2a', 'jsonrpc'],
+  ],
 };
 
 function profileBindingProblems(manifest: AipManifest): string[] {
@@ -79,11 +88,16 @@ function enterpriseProblems(capability: { id: string; contract: Record<string, u
     [sideEffects.length === 0, 'contract side_effects is empty'],
     [!execution.supports_sync && !execution.supports_async && !execution.supports_streaming, 'contract execution supports no invocation mode'],
     [
-      c.idempotency?.requirement === 'required' && !execution.supports_retry && (execution.retry_safety === 'safe' || execution.retry_safety === 'safe_with_idempotency_key'),
+      c.idempotency?.requirement === 'required' &&
+        !execution.supports_retry &&
+        (execution.retry_safety === 'safe' || execution.retry_safety === 'safe_with_idempotency_key'),
       'contract declares retry safety without retry support',
     ],
     [c.approval?.required === true && (c.approval.evidence_requirements ?? []).length === 0, 'approval policy should declare evidence requirements'],
-    [(c.data?.contains_pii === true || c.data?.sensitivity === 'restricted' || c.data?.sensitivity === 'regulated') && c.data.redaction_required !== true, 'restricted, regulated, or PII-bearing contract must require redaction'],
+    [
+      (c.data?.contains_pii === true || c.data?.sensitivity === 'restricted' || c.data?.sensitivity === 'regulated') && c.data.redaction_required !== true,
+      'restricted, regulated, or PII-bearing contract must require redaction',
+    ],
     [c.credentials?.required === true && (c.credentials.required_scopes ?? []).length === 0, 'required credential policy should declare required scopes'],
     [(c.credentials?.accepted_issuers ?? []).some((issuer) => issuer.trim() === ''), 'credential policy has an empty accepted issuer'],
     [(c.credentials?.required_scopes ?? []).some((scope) => scope.trim() === ''), 'credential policy has an empty required scope'],
@@ -91,10 +105,22 @@ function enterpriseProblems(capability: { id: string; contract: Record<string, u
       sideEffects.some((effect) => effect !== 'read') && c.idempotency?.requirement !== 'required',
       `mutating contract must require idempotency (side effects ${sideEffects.filter((effect) => effect !== 'read').join(', ')} with idempotency ${c.idempotency?.requirement ?? 'absent'})`,
     ],
-    [sideEffects.some((effect) => APPROVAL_SIDE_EFFECTS.has(effect)) && c.approval?.required !== true, 'regulated or externally visible side effects must require approval'],
-    [c.transaction !== undefined && c.transaction !== null && (c.transaction.supported_modes ?? []).length === 0, 'transaction contract has no supported modes'],
-    [(c.transaction?.supported_modes ?? []).includes('commit') && !(c.transaction?.supported_modes ?? []).includes('plan'), 'commit support must also publish plan support'],
-    [c.compensation?.mode === 'supported' && c.compensation.compensation_capability_id === undefined, 'compensation is supported but no compensation capability is declared'],
+    [
+      sideEffects.some((effect) => APPROVAL_SIDE_EFFECTS.has(effect)) && c.approval?.required !== true,
+      'regulated or externally visible side effects must require approval',
+    ],
+    [
+      c.transaction !== undefined && c.transaction !== null && (c.transaction.supported_modes ?? []).length === 0,
+      'transaction contract has no supported modes',
+    ],
+    [
+      (c.transaction?.supported_modes ?? []).includes('commit') && !(c.transaction?.supported_modes ?? []).includes('plan'),
+      'commit support must also publish plan support',
+    ],
+    [
+      c.compensation?.mode === 'supported' && c.compensation.compensation_capability_id === undefined,
+      'compensation is supported but no compensation capability is declared',
+    ],
   ];
   return rules.filter(([broken]) => broken).map(([, finding]) => `${capability.id}: ${finding}`);
 }

@@ -32,7 +32,9 @@ export function scenarioTrigger(manifest: AipManifest, scenario: ScenarioId): Sc
     const advertised = manifest.profiles.includes(WEBHOOK_PROFILE);
     return {
       required: advertised,
-      because: advertised ? `the manifest advertises ${WEBHOOK_PROFILE}` : `no profile of the manifest (${manifest.profiles.join(', ')}) is ${WEBHOOK_PROFILE}: the connector receives no webhooks`,
+      because: advertised
+        ? `the manifest advertises ${WEBHOOK_PROFILE}`
+        : `no profile of the manifest (${manifest.profiles.join(', ')}) is ${WEBHOOK_PROFILE}: the connector receives no webhooks`,
     };
   }
   const rule = CONTRACT_TRIGGERS[scenario];

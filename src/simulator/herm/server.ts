@@ -3,15 +3,7 @@ import { collectBody, listen, originOf, type CollectedBody } from '../http-commo
 import { TimerRegistry } from '../timers.js';
 import { HermSessions } from './sessions.js';
 import { SessionStreams } from './stream.js';
-import type {
-  HermCustomToolUse,
-  HermFault,
-  HermRecordedRequest,
-  HermSimulator,
-  HermSimulatorOptions,
-  HermToolCallRequest,
-  HermToolCallView,
-} from './types.js';
+import type { HermCustomToolUse, HermFault, HermRecordedRequest, HermSimulator, HermSimulatorOptions, HermToolCallRequest, HermToolCallView } from './types.js';
 import { parseEventsRequest } from './validate.js';
 import {
   BODY_TOO_LARGE,

@@ -64,4 +64,3 @@ function decodeSegment(segment: string): string | undefined {
     return undefined;
   }
 }
-

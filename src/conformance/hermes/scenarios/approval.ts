@@ -35,7 +35,11 @@ class HostAuthority {
       decision: 'approved',
       grantedAt: now,
       expiresAt: now + 10 * 60_000,
-      evidence: { reason: 'conformance: two-person approval of one provider approval', inputSnapshot: structuredClone(input), policyDecision: { rule: 'quorum', required: AUTHORITY.quorum, approvers } },
+      evidence: {
+        reason: 'conformance: two-person approval of one provider approval',
+        inputSnapshot: structuredClone(input),
+        policyDecision: { rule: 'quorum', required: AUTHORITY.quorum, approvers },
+      },
     };
   }
 }
@@ -74,7 +78,10 @@ export async function approvalLifecycle(h: Harness): Promise<ScenarioEvidence> {
 
   const quorum = stillWaiting === 'waiting_for_approval' && grant !== undefined && approved.result.status === 'completed' && approved.requests.length === 1;
   const persisted =
-    codeOf(reuse.result) === 'approval_required' && reuse.result.error?.details?.['original_action_id'] === approved.action.id && reuse.requests.length === 0 && hasContractEvidence(connector, h.cap('run_approval'), grant);
+    codeOf(reuse.result) === 'approval_required' &&
+    reuse.result.error?.details?.['original_action_id'] === approved.action.id &&
+    reuse.requests.length === 0 &&
+    hasContractEvidence(connector, h.cap('run_approval'), grant);
   const resolved = (approved.result.output as { resolved?: unknown } | undefined)?.resolved;
   const once = approvalRequests.length === 1 && redelivery.result.receipt?.['replayed'] === true && resolved === 1 && finalStatus === 'completed';
 
@@ -89,12 +96,14 @@ export async function approvalLifecycle(h: Harness): Promise<ScenarioEvidence> {
       ),
       quorum_enforced: outcome(
         quorum,
-        quorum ? 'with one approver the run stayed waiting_for_approval and nothing was sent; the second distinct approver produced the grant and exactly one approval request' : `after one approver the run was ${String(stillWaiting)}; the quorum grant answered ${codeOf(approved.result) ?? approved.result.status}`,
+        quorum
+          ? 'with one approver the run stayed waiting_for_approval and nothing was sent; the second distinct approver produced the grant and exactly one approval request'
+          : `after one approver the run was ${String(stillWaiting)}; the quorum grant answered ${codeOf(approved.result) ?? approved.result.status}`,
       ),
       evidence_persisted: outcome(
         persisted,
         persisted
-          ? "the grant carried every evidence item the contract requires; its use was kept in the ledger: another action presenting it was refused, naming the approving action"
+          ? 'the grant carried every evidence item the contract requires; its use was kept in the ledger: another action presenting it was refused, naming the approving action'
           : `a second action presenting the used grant answered ${codeOf(reuse.result) ?? reuse.result.status} after ${reuse.requests.length} request(s)`,
       ),
       resume_once: outcome(
@@ -104,11 +113,23 @@ export async function approvalLifecycle(h: Harness): Promise<ScenarioEvidence> {
           : `${approvalRequests.length} approval request(s), resolved ${String(resolved)}, redelivery replayed ${String(redelivery.result.receipt?.['replayed'])}, final status ${String(finalStatus)}`,
       ),
     },
-    artifacts: [run.action.id, run.runId, approved.action.id, reuse.action.id, ...refusals.map(([, call]) => call.action.id), ...approvalRequests.map((request) => request.id)],
+    artifacts: [
+      run.action.id,
+      run.runId,
+      approved.action.id,
+      reuse.action.id,
+      ...refusals.map(([, call]) => call.action.id),
+      ...approvalRequests.map((request) => request.id),
+    ],
     hostRoles: [`approval authority: members ${AUTHORITY.members.join(', ')}, quorum ${AUTHORITY.quorum} distinct approvers; it issues the AIP grant`],
     observations: {
       decisions: authority.decisions,
-      refusals: refusals.map(([label, call]) => ({ case: label, action_id: call.action.id, code: call.result.error?.code ?? null, provider_requests: call.requests.length })),
+      refusals: refusals.map(([label, call]) => ({
+        case: label,
+        action_id: call.action.id,
+        code: call.result.error?.code ?? null,
+        provider_requests: call.requests.length,
+      })),
       status_after_one_approver: stillWaiting ?? null,
       approval_requests: approvalRequests.map((request) => request.id),
       final_status: finalStatus ?? null,
@@ -118,12 +139,23 @@ export async function approvalLifecycle(h: Harness): Promise<ScenarioEvidence> {
 }
 
 function forged(input: unknown, now: number): ApprovalGrant {
-  return { approvalId: kitId('appr_'), decision: 'approved', grantedAt: now, expiresAt: now + 60_000, evidence: { reason: 'not from the authority', inputSnapshot: structuredClone(input), policyDecision: { rule: 'none' } } };
+  return {
+    approvalId: kitId('appr_'),
+    decision: 'approved',
+    grantedAt: now,
+    expiresAt: now + 60_000,
+    evidence: { reason: 'not from the authority', inputSnapshot: structuredClone(input), policyDecision: { rule: 'none' } },
+  };
 }
 
 /** The grant holds every evidence item the capability's approval policy requires. */
 function hasContractEvidence(connector: HermesConnector, capabilityId: string, grant: ApprovalGrant | undefined): boolean {
-  const required = ((connector.capability(capabilityId)?.contract as { approval?: { evidence_requirements?: string[] } } | undefined)?.approval?.evidence_requirements ?? []) as string[];
-  const present: Record<string, unknown> = { reason: grant?.evidence.reason, input_snapshot: grant?.evidence.inputSnapshot, policy_decision: grant?.evidence.policyDecision };
+  const required = ((connector.capability(capabilityId)?.contract as { approval?: { evidence_requirements?: string[] } } | undefined)?.approval
+    ?.evidence_requirements ?? []) as string[];
+  const present: Record<string, unknown> = {
+    reason: grant?.evidence.reason,
+    input_snapshot: grant?.evidence.inputSnapshot,
+    policy_decision: grant?.evidence.policyDecision,
+  };
   return grant !== undefined && required.every((item) => present[item] !== undefined && present[item] !== '');
 }

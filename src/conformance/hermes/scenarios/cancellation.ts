@@ -47,7 +47,9 @@ export async function cancellationRaces(h: Harness): Promise<ScenarioEvidence> {
     assertions: {
       before_dispatch_cancelled: outcome(
         beforeDispatch,
-        beforeDispatch ? 'a run_start whose signal was already aborted came back cancelled with no request' : `the pre-cancelled start answered ${codeOf(early.result) ?? early.result.status} after ${early.requests.length} request(s)`,
+        beforeDispatch
+          ? 'a run_start whose signal was already aborted came back cancelled with no request'
+          : `the pre-cancelled start answered ${codeOf(early.result) ?? early.result.status} after ${early.requests.length} request(s)`,
       ),
       in_flight_cancelled: outcome(
         inFlight,
@@ -66,8 +68,19 @@ export async function cancellationRaces(h: Harness): Promise<ScenarioEvidence> {
     hostRoles: ['cancel authority (connector.cancel is the host cancelling an action it admitted)'],
     observations: {
       before_dispatch: { action_id: early.action.id, code: early.result.error?.code ?? null, provider_requests: early.requests.length },
-      in_flight: { action_id: eventsAction.id, run_id: active.runId, chunks: stream.chunks.length, stream_status: stream.result.status, stop_requests: stops.map((request) => request.id) },
-      late: { action_id: finished.action.id, terminal_event: terminalEvent, cancel_answer: late.result ? (late.result.error?.code ?? late.result.status) : null, stop_requests: lateStops.map((request) => ({ id: request.id, status: request.status })) },
+      in_flight: {
+        action_id: eventsAction.id,
+        run_id: active.runId,
+        chunks: stream.chunks.length,
+        stream_status: stream.result.status,
+        stop_requests: stops.map((request) => request.id),
+      },
+      late: {
+        action_id: finished.action.id,
+        terminal_event: terminalEvent,
+        cancel_answer: late.result ? (late.result.error?.code ?? late.result.status) : null,
+        stop_requests: lateStops.map((request) => ({ id: request.id, status: request.status })),
+      },
     },
     detail: 'the three cancellation races against the same connector',
   };

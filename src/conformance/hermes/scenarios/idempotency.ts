@@ -9,11 +9,15 @@ export async function idempotencyDuplicates(h: Harness): Promise<ScenarioEvidenc
   await h.readEvents(connector, original.runId);
   const duplicate = await h.send(connector, { ...original.action, id: typedId('act_') });
   const redelivery = await h.send(connector, original.action);
-  const collision = await h.send(connector, { ...h.action('run_start', { body: h.provider.bodies.harmless(), session_key: 'other-input' }), idempotency_key: original.action.idempotency_key as string });
+  const collision = await h.send(connector, {
+    ...h.action('run_start', { body: h.provider.bodies.harmless(), session_key: 'other-input' }),
+    idempotency_key: original.action.idempotency_key as string,
+  });
   const starts = [original, duplicate, redelivery, collision].flatMap((call) => call.requests).filter((request) => request.method === 'POST');
   const runOf = (call: { result: { output?: unknown } }) => (call.result.output as { run_id?: unknown } | undefined)?.run_id;
 
-  const suppressed = starts.length === 1 && duplicate.requests.length === 0 && runOf(duplicate) === original.runId && duplicate.result.receipt?.['replayed'] === true;
+  const suppressed =
+    starts.length === 1 && duplicate.requests.length === 0 && runOf(duplicate) === original.runId && duplicate.result.receipt?.['replayed'] === true;
   const rejected = codeOf(collision.result) === 'idempotency_conflict' && collision.requests.length === 0;
   const binding = await connector.evidence(original.action.id, { tenantId: h.tenant });
   const stable =
@@ -29,11 +33,15 @@ export async function idempotencyDuplicates(h: Harness): Promise<ScenarioEvidenc
     assertions: {
       duplicate_suppressed: outcome(
         suppressed,
-        suppressed ? 'the same start under a new action id was answered from the ledger (replayed) and Hermes saw one POST /v1/runs' : `Hermes saw ${starts.length} start request(s); the duplicate answered ${codeOf(duplicate.result) ?? duplicate.result.status}`,
+        suppressed
+          ? 'the same start under a new action id was answered from the ledger (replayed) and Hermes saw one POST /v1/runs'
+          : `Hermes saw ${starts.length} start request(s); the duplicate answered ${codeOf(duplicate.result) ?? duplicate.result.status}`,
       ),
       collision_rejected: outcome(
         rejected,
-        rejected ? 'the same key with another input was refused as idempotency_conflict before any request' : `the colliding start answered ${codeOf(collision.result) ?? collision.result.status} after ${collision.requests.length} request(s)`,
+        rejected
+          ? 'the same key with another input was refused as idempotency_conflict before any request'
+          : `the colliding start answered ${codeOf(collision.result) ?? collision.result.status} after ${collision.requests.length} request(s)`,
       ),
       delivery_id_stable: outcome(
         stable,

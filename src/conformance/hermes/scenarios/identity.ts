@@ -16,11 +16,18 @@ export async function identityCredentials(h: Harness): Promise<ScenarioEvidence>
     'x-aip-trace-id': traceId,
     'x-aip-correlation-id': traceId,
   };
-  const wrongHeaders = Object.entries(expected).filter(([name, value]) => sent?.headers[name] !== value).map(([name]) => name);
+  const wrongHeaders = Object.entries(expected)
+    .filter(([name, value]) => sent?.headers[name] !== value)
+    .map(([name]) => name);
   const actorBound = sent !== undefined && wrongHeaders.length === 0 && sent.credential === 'expected';
 
   const otherTenant = await h.invoke(connector, 'run_status', { run_id: start.runId }, { context: { tenantId: OTHER_TENANT } });
-  const noTenant = await h.invoke(connector, 'run_status', { run_id: start.runId }, { rawContext: { actor: KIT_ACTOR, deadline: h.clock.now() + h.provider.stepTimeoutMs } });
+  const noTenant = await h.invoke(
+    connector,
+    'run_status',
+    { run_id: start.runId },
+    { rawContext: { actor: KIT_ACTOR, deadline: h.clock.now() + h.provider.stepTimeoutMs } },
+  );
   const refusals = [otherTenant, noTenant];
   const refused = refusals.every((call) => codeOf(call.result) === 'tenant_mismatch' && call.requests.length === 0);
   const ownEvidence = await connector.evidence(start.action.id, { tenantId: h.tenant });
@@ -48,7 +55,9 @@ export async function identityCredentials(h: Harness): Promise<ScenarioEvidence>
       ),
       credential_handle_opaque: outcome(
         opaque,
-        opaque ? 'the ledger names the credential by a 12-hex revision; the key is absent from manifest, capabilities, inspect(), results, chunks and trace logs' : 'the key or a derivable form of it was exposed, or no credential revision was recorded',
+        opaque
+          ? 'the ledger names the credential by a 12-hex revision; the key is absent from manifest, capabilities, inspect(), results, chunks and trace logs'
+          : 'the key or a derivable form of it was exposed, or no credential revision was recorded',
       ),
     },
     artifacts: [start.action.id, start.runId, ...start.requests.map((request) => request.id), otherTenant.action.id, noTenant.action.id],

@@ -23,7 +23,8 @@ export async function restartReconnect(h: Harness): Promise<ScenarioEvidence> {
   const reconciled = await after.reconcile();
   const statusReads = h.proxy.requests.slice(requestsBefore).filter((request) => request.path === `/v1/runs/${run.runId}`);
   const reread = reconciled.find((binding) => binding.run_id === run.runId);
-  const stateRecovered = recovered?.run_id === run.runId && statusReads.length === 1 && reread !== undefined && reread.updated_at >= (recovered?.updated_at ?? Infinity);
+  const stateRecovered =
+    recovered?.run_id === run.runId && statusReads.length === 1 && reread !== undefined && reread.updated_at >= (recovered?.updated_at ?? Infinity);
 
   const redelivered = await h.send(after, run.action);
   const noDuplicate = redelivered.requests.length === 0 && (redelivered.result.output as { run_id?: unknown } | undefined)?.run_id === run.runId;
@@ -35,18 +36,25 @@ export async function restartReconnect(h: Harness): Promise<ScenarioEvidence> {
   const replayed = secondEvents.filter((event) => delivered.has(eventKey(event)));
   const status = await h.status(after, run.runId);
   const honest = first.result.status !== 'completed' && replayed.length === 0 && again.result.receipt?.['replayed'] !== true && status !== undefined;
-  const gap = codeOf(again.result) === 'not_found' ? 'Hermes answered not_found: it keeps no replay cursor, and the connector reported the gap instead of a resumed stream' : `the second subscription answered ${codeOf(again.result) ?? again.result.status} without any event the cut stream had delivered`;
+  const gap =
+    codeOf(again.result) === 'not_found'
+      ? 'Hermes answered not_found: it keeps no replay cursor, and the connector reported the gap instead of a resumed stream'
+      : `the second subscription answered ${codeOf(again.result) ?? again.result.status} without any event the cut stream had delivered`;
 
   return {
     source: h.provider.source,
     assertions: {
       state_recovered: outcome(
         stateRecovered,
-        stateRecovered ? 'after the restart the ledger still bound the action to its run, and reconcile() re-read its status from Hermes (one request)' : `after the restart: binding ${recovered ? recovered.run_id : 'missing'}, ${statusReads.length} status read(s) by reconcile()`,
+        stateRecovered
+          ? 'after the restart the ledger still bound the action to its run, and reconcile() re-read its status from Hermes (one request)'
+          : `after the restart: binding ${recovered ? recovered.run_id : 'missing'}, ${statusReads.length} status read(s) by reconcile()`,
       ),
       duplicate_effect_prevented: outcome(
         noDuplicate,
-        noDuplicate ? 'the start redelivered after the restart was answered from the ledger with the same run and no request' : `the redelivered start made ${redelivered.requests.length} request(s) and answered ${codeOf(redelivered.result) ?? redelivered.result.status}`,
+        noDuplicate
+          ? 'the start redelivered after the restart was answered from the ledger with the same run and no request'
+          : `the redelivered start made ${redelivered.requests.length} request(s) and answered ${codeOf(redelivered.result) ?? redelivered.result.status}`,
       ),
       reconnect_cursor_resumed: outcome(
         honest,
@@ -56,7 +64,10 @@ export async function restartReconnect(h: Harness): Promise<ScenarioEvidence> {
       ),
     },
     artifacts: [run.action.id, run.runId, first.action.id, again.action.id, ...statusReads.map((request) => request.id)],
-    hostRoles: ['restart: the kit closed the connector and built a new one over the same ledger (the host’s durable store)', 'reconnect: the kit subscribed to the run again after the restart'],
+    hostRoles: [
+      'restart: the kit closed the connector and built a new one over the same ledger (the host’s durable store)',
+      'reconnect: the kit subscribed to the run again after the restart',
+    ],
     observations: {
       cut_stream: { action_id: first.action.id, status: first.result.status, code: first.result.error?.code ?? null, chunks: first.chunks.length },
       recovered_binding: recovered ? { action_id: recovered.action_id, run_id: recovered.run_id, last_status: recovered.last_status } : null,

@@ -16,7 +16,8 @@ export async function schemaEnforcement(h: Harness): Promise<ScenarioEvidence> {
 
   h.proxy.arm({ method: 'GET', path: new RegExp(`^/v1/runs/${start.runId}$`), replaceBody: '["not", "a", "status", "object"]' });
   const bad = await h.invoke(connector, 'run_status', { run_id: start.runId });
-  const outputRejected = bad.result.status === 'failed' && codeOf(bad.result) === 'invalid_response' && bad.requests.length === 1 && bad.requests[0]?.forwarded === true;
+  const outputRejected =
+    bad.result.status === 'failed' && codeOf(bad.result) === 'invalid_response' && bad.requests.length === 1 && bad.requests[0]?.forwarded === true;
 
   return {
     source: h.provider.source,

@@ -34,7 +34,9 @@ export async function streamingBackpressure(h: Harness): Promise<ScenarioEvidenc
   const backpressure = maxInFlight === 1 && boundHeld;
 
   const finalChunks = (chunks: AipStreamChunk[]) => chunks.filter((chunk) => FINAL_KINDS.has(chunk.kind));
-  const uniqueFinal = [ordered.chunks, truncated.chunks].every((chunks) => finalChunks(chunks).length === 1 && FINAL_KINDS.has(chunks[chunks.length - 1]?.kind ?? ''));
+  const uniqueFinal = [ordered.chunks, truncated.chunks].every(
+    (chunks) => finalChunks(chunks).length === 1 && FINAL_KINDS.has(chunks[chunks.length - 1]?.kind ?? ''),
+  );
 
   return {
     source: h.provider.source,
@@ -53,14 +55,27 @@ export async function streamingBackpressure(h: Harness): Promise<ScenarioEvidenc
       ),
       terminal_chunk_unique: outcome(
         uniqueFinal,
-        uniqueFinal ? 'both streams (completed and truncated) ended with exactly one final chunk' : `final chunks: ${finalChunks(ordered.chunks).length} and ${finalChunks(truncated.chunks).length}`,
+        uniqueFinal
+          ? 'both streams (completed and truncated) ended with exactly one final chunk'
+          : `final chunks: ${finalChunks(ordered.chunks).length} and ${finalChunks(truncated.chunks).length}`,
       ),
     },
     artifacts: [ordered.action.id, run.runId, truncated.action.id, bounded.runId],
     hostRoles: ['a slow chunk consumer (the runtime’s stream publisher)'],
     observations: {
-      ordered: { action_id: ordered.action.id, kinds: ordered.chunks.map((chunk) => chunk.kind), sequences: ordered.chunks.map((chunk) => chunk.sequence), first_while_open: firstWhileOpen ?? null, max_chunks_with_consumer: maxInFlight },
-      truncated: { action_id: truncated.action.id, code: truncated.result.error?.code ?? null, events: output?.events.length ?? null, kinds: truncated.chunks.map((chunk) => chunk.kind) },
+      ordered: {
+        action_id: ordered.action.id,
+        kinds: ordered.chunks.map((chunk) => chunk.kind),
+        sequences: ordered.chunks.map((chunk) => chunk.sequence),
+        first_while_open: firstWhileOpen ?? null,
+        max_chunks_with_consumer: maxInFlight,
+      },
+      truncated: {
+        action_id: truncated.action.id,
+        code: truncated.result.error?.code ?? null,
+        events: output?.events.length ?? null,
+        kinds: truncated.chunks.map((chunk) => chunk.kind),
+      },
     },
     detail: 'chunks observed through the runtime-side onChunk publisher',
   };
