@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { collectBody, listen, originOf } from '../simulator/http-common.js';
+import { collectBody, listen, originOf } from '../simulator/shared/http-common.js';
 import { FAKE_MODEL_ID, plainCompletion, streamedCompletion } from './completion.js';
 import { decideReply, type FakeReply } from './reply.js';
 

@@ -17,10 +17,10 @@
  *   `approval` wake at once, a running `tool` fails after `toolInterruptLagMs`, the
  *   `stepDelayMs` pause between steps does not wake (so `stopping` stays observable).
  */
-export { startHermesSimulator } from './hermes-server.js';
+export { startHermesSimulator } from './hermes/hermes-server.js';
 export * from './herm/index.js';
-export { pyJson, pyFloat, PyFloat } from './py-json.js';
-export { PROFILE_TRAITS, SIMULATOR_PROFILES, isSimulatorProfile, type ProfileTraits } from './profiles.js';
+export { pyJson, pyFloat, PyFloat } from './hermes/py-json.js';
+export { PROFILE_TRAITS, SIMULATOR_PROFILES, isSimulatorProfile, type ProfileTraits } from './hermes/profiles.js';
 export type {
   HermesSimulator,
   HermesSimulatorOptions,
@@ -31,4 +31,4 @@ export type {
   SimulatorMisbehaviour,
   SimulatorProfile,
   SimulatorRoute,
-} from './types.js';
+} from './hermes/types.js';

@@ -1,7 +1,7 @@
 /** The connector's Hermes vocabulary and the simulator's independent copy say the same thing. */
 import { describe, expect, it } from 'vitest';
 import { TERMINAL_EVENTS, TERMINAL_STATUSES, statusOfTerminalEvent } from '../../src/contract/hermes-vocabulary.js';
-import { TERMINAL_EVENTS as SIMULATOR_TERMINAL_EVENTS, TERMINAL_STATUSES as SIMULATOR_TERMINAL_STATUSES } from '../../src/simulator/run.js';
+import { TERMINAL_EVENTS as SIMULATOR_TERMINAL_EVENTS, TERMINAL_STATUSES as SIMULATOR_TERMINAL_STATUSES } from '../../src/simulator/hermes/run.js';
 
 describe('Hermes vocabulary', () => {
   it('terminal statuses and events equal the simulator’s', () => {

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { pyFloat, pyJson } from '../../src/simulator/index.js';
-import { pyFloatRepr } from '../../src/simulator/py-json.js';
+import { pyFloatRepr } from '../../src/simulator/hermes/py-json.js';
 
 describe('pyJson (Python json.dumps defaults)', () => {
   it('uses ", " and ": " separators and keeps insertion order', () => {

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { collectBody, listen, originOf, type CollectedBody } from '../http-common.js';
-import { TimerRegistry } from '../timers.js';
+import { collectBody, listen, originOf, type CollectedBody } from '../shared/http-common.js';
+import { TimerRegistry } from '../shared/timers.js';
 import { HermSessions } from './sessions.js';
 import { SessionStreams } from './stream.js';
 import type { HermCustomToolUse, HermFault, HermRecordedRequest, HermSimulator, HermSimulatorOptions, HermToolCallRequest, HermToolCallView } from './types.js';

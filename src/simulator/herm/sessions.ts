@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { TimerRegistry } from '../timers.js';
+import type { TimerRegistry } from '../shared/timers.js';
 import type { SessionStreams } from './stream.js';
 import type { HermCustomToolUse, HermToolCallRequest, HermToolCallState, HermToolCallView } from './types.js';
 import type { ToolResultInput } from './validate.js';

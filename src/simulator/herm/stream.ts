@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import type { TimerRegistry } from '../timers.js';
+import type { TimerRegistry } from '../shared/timers.js';
 
 const PING = ': ping\n\n';
 

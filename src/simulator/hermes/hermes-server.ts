@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { collectBody, listen, originOf, type CollectedBody } from './http-common.js';
+import { collectBody, listen, originOf, type CollectedBody } from '../shared/http-common.js';
 import { checkIdempotencyKey, checkSessionKey, corsDecision, decodePath, isAuthorized, matchRoute } from './http-routing.js';
 import { PROFILE_TRAITS, type ProfileTraits } from './profiles.js';
 import { pyJson } from './py-json.js';
@@ -22,7 +22,7 @@ import { checkRunRequest, coerceBool, pyTruthy } from './run-request.js';
 import { RunStream } from './run-stream.js';
 import { defaultScript } from './script.js';
 import { streamRunEvents } from './sse.js';
-import { TimerRegistry } from './timers.js';
+import { TimerRegistry } from '../shared/timers.js';
 import type { HermesSimulator, HermesSimulatorOptions, RecordedRequest, SimulatedRun, SimulatorFault, SimulatorProfile, SimulatorRoute } from './types.js';
 import {
   BODY_TOO_LARGE,

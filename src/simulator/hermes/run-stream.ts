@@ -1,4 +1,4 @@
-import type { TimerRegistry } from './timers.js';
+import type { TimerRegistry } from '../shared/timers.js';
 
 /** What travels through a run's queue to its SSE subscriber. */
 export type StreamItem = { kind: 'bytes'; data: string | Uint8Array } | { kind: 'cut' } | { kind: 'end' };

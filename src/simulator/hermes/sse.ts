@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { RunStream } from './run-stream.js';
-import type { TimerRegistry } from './timers.js';
+import type { TimerRegistry } from '../shared/timers.js';
 import { dropSecurityHeaders } from './wire.js';
 
 export interface SseOptions {

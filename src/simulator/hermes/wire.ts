@@ -1,4 +1,4 @@
-import type { CollectedBody } from './http-common.js';
+import type { CollectedBody } from '../shared/http-common.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { pyJson } from './py-json.js';
 

@@ -1,7 +1,7 @@
 import { pyFloat, pyJson } from './py-json.js';
 import type { RunStream } from './run-stream.js';
 import { estimateTokens } from './script.js';
-import type { TimerRegistry } from './timers.js';
+import type { TimerRegistry } from '../shared/timers.js';
 import type { RunStep, SimulatedRun } from './types.js';
 
 export const TERMINAL_STATUSES: ReadonlySet<string> = new Set(['completed', 'failed', 'cancelled', 'interrupted']);
