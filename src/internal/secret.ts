@@ -4,8 +4,9 @@ const REDACTED = '[REDACTED]';
 
 /**
  * Holds a credential so that it cannot leak by accident: JSON, string conversion and
- * util.inspect all print a placeholder. Only `reveal()` gives the value, and only the
- * header builder calls it.
+ * util.inspect all print a placeholder. Only `reveal()` gives the value: to the request headers
+ * (the connector's Bearer, the bridge's x-api-key), to the revision hash, and to the redaction of
+ * provider answers, which must know the key to remove it.
  */
 export class Secret {
   readonly #value: string;
