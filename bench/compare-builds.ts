@@ -23,9 +23,10 @@ async function otherConnector(packageFolder: string, origin: string): Promise<He
 }
 
 function figureLine(figure: Figure): string {
-  if (!figure.ratio) return `${figure.label}: no ratio`;
-  const { median, min, max } = figure.ratio;
-  return `${figure.label.padEnd(48)} this ${figure.connector.median.toFixed(0).padStart(8)}  other ${figure.bare.median.toFixed(0).padStart(8)}  this/other ${median.toFixed(3)} [${min.toFixed(3)}–${max.toFixed(3)}]`;
+  const { ratio, connector: current, bare: other } = figure;
+  if (!ratio || !current || !other) return `${figure.label}: not measured`;
+  const number = (value: number) => value.toFixed(0).padStart(8);
+  return `${figure.label.padEnd(48)} this ${number(current.median)}  other ${number(other.median)}  this/other ${ratio.median.toFixed(3)} [${ratio.min.toFixed(3)}–${ratio.max.toFixed(3)}]`;
 }
 
 async function main(): Promise<void> {
