@@ -1,7 +1,10 @@
 import {
   context as otelContext,
+  INVALID_SPAN_CONTEXT,
   metrics,
+  createNoopMeter,
   propagation,
+  ProxyTracerProvider,
   SpanKind,
   SpanStatusCode,
   trace,
@@ -28,14 +31,21 @@ export interface TelemetryOptions {
   propagateTraceContext?: boolean;
 }
 
+/** The span every untraced piece of work gets: nothing recorded, nothing allocated per call. */
+const UNTRACED: Span = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
+
 /**
  * The connector's tracer, meter and instruments, following the OpenTelemetry semantic
- * conventions. With no SDK registered every call is a no-op: spans are non-recording and
- * attributes are only computed for recording spans.
+ * conventions. With no SDK registered nothing is done per call: `tracing` is false until a
+ * global tracer provider is registered (checked on each call, since the API's proxy binds late),
+ * `metering` is false when the meter is the API's no-op one (metrics bind when created).
  */
 export class Telemetry {
   readonly tracer: Tracer;
   readonly meter: Meter;
+  readonly metering: boolean;
+  /** The global provider's proxy, when no provider was given: it says whether an SDK is registered yet. */
+  readonly #globalTracing: ProxyTracerProvider | undefined;
   readonly propagateTraceContext: boolean;
   readonly invocations: Counter;
   readonly invocationDuration: Histogram;
@@ -45,8 +55,12 @@ export class Telemetry {
   readonly bridgeJobs: UpDownCounter;
 
   constructor(options: TelemetryOptions = {}) {
-    this.tracer = (options.tracerProvider ?? trace.getTracerProvider()).getTracer(PACKAGE_NAME, PACKAGE_VERSION);
+    const tracerProvider = options.tracerProvider ?? trace.getTracerProvider();
+    this.#globalTracing = tracerProvider instanceof ProxyTracerProvider ? tracerProvider : undefined;
+    this.tracer = tracerProvider.getTracer(PACKAGE_NAME, PACKAGE_VERSION);
     this.meter = (options.meterProvider ?? metrics.getMeterProvider()).getMeter(PACKAGE_NAME, PACKAGE_VERSION);
+    // The API's no-op provider hands out this one shared meter.
+    this.metering = this.meter !== createNoopMeter();
     this.propagateTraceContext = options.propagateTraceContext ?? true;
     this.invocations = this.meter.createCounter('aip.connector.invocations', { description: 'AIP actions the connector finished', unit: '{invocation}' });
     this.invocationDuration = this.meter.createHistogram('aip.connector.invocation.duration', { description: 'Duration of an AIP invocation', unit: 's' });
@@ -59,8 +73,14 @@ export class Telemetry {
     this.bridgeJobs = this.meter.createUpDownCounter('herm.bridge.jobs', { description: 'Herm bridge jobs by state', unit: '{job}' });
   }
 
+  /** Whether spans are worth starting: a provider was given, or an SDK registered a global one. */
+  get tracing(): boolean {
+    return this.#globalTracing === undefined || this.#globalTracing.getDelegateTracer(PACKAGE_NAME, PACKAGE_VERSION) !== undefined;
+  }
+
   /** An INTERNAL span under the host's active context (or `parent`). */
   startInternal(name: string, parent: Context = otelContext.active(), attributes?: Attributes): Span {
+    if (!this.tracing) return UNTRACED;
     return this.tracer.startSpan(name, { kind: SpanKind.INTERNAL, attributes }, parent);
   }
 
@@ -73,6 +93,11 @@ export class Telemetry {
     request: { method: string; template: string; server: { address: string; port: number } },
     headers: Record<string, string>,
   ): Span {
+    if (!this.tracing) {
+      // A host may propagate a context it extracted without tracing anything itself.
+      if (this.propagateTraceContext) propagation.inject(parent, headers);
+      return UNTRACED;
+    }
     const span = this.tracer.startSpan(
       `${request.method} ${request.template}`,
       {
@@ -123,9 +148,9 @@ export function endSpan(span: Span, errorType: string | undefined): void {
   span.end();
 }
 
-/** The context in which a child of `span` starts. */
+/** The context in which a child of `span` starts (the parent itself for an untraced span). */
 export function contextWith(span: Span, parent: Context = otelContext.active()): Context {
-  return trace.setSpan(parent, span);
+  return span === UNTRACED ? parent : trace.setSpan(parent, span);
 }
 
 /** What an invocation's span learns once its capability is resolved. */
@@ -163,7 +188,7 @@ export class InvocationTrace {
     this.#verb = hostCancellation ? 'aip.cancel' : 'aip.invoke';
     this.span = telemetry.startInternal(this.#verb);
     this.context = contextWith(this.span);
-    telemetry.activeInvocations.add(1);
+    if (telemetry.metering) telemetry.activeInvocations.add(1);
   }
 
   resolved(invocation: ResolvedInvocation): void {
@@ -187,17 +212,21 @@ export class InvocationTrace {
   }
 
   finish(outcome: InvocationOutcome): void {
+    if (this.#telemetry.metering) this.#record(outcome);
+    if (this.span.isRecording()) {
+      this.span.setAttributes({ 'aip.result.status': outcome.status, 'aip.uncertain_outcome': outcome.uncertainOutcome, 'aip.replayed': outcome.replayed });
+      if (outcome.runId !== undefined) this.span.setAttribute('hermes.run_id', outcome.runId);
+    }
+    endSpan(this.span, outcome.status === 'failed' ? (outcome.errorCode ?? 'failed') : undefined);
+  }
+
+  #record(outcome: InvocationOutcome): void {
     const telemetry = this.#telemetry;
     telemetry.activeInvocations.add(-1);
     const attributes: Attributes = { 'aip.capability.operation': this.#operation, 'aip.result.status': outcome.status, 'hermes.endpoint_id': this.#endpointId };
     if (outcome.errorCode !== undefined) attributes['error.type'] = outcome.errorCode;
     telemetry.invocations.add(1, attributes);
     telemetry.invocationDuration.record((performance.now() - this.#startedAt) / 1000, attributes);
-    if (this.span.isRecording()) {
-      this.span.setAttributes({ 'aip.result.status': outcome.status, 'aip.uncertain_outcome': outcome.uncertainOutcome, 'aip.replayed': outcome.replayed });
-      if (outcome.runId !== undefined) this.span.setAttribute('hermes.run_id', outcome.runId);
-    }
-    endSpan(this.span, outcome.status === 'failed' ? (outcome.errorCode ?? 'failed') : undefined);
   }
 }
 

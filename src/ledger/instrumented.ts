@@ -12,7 +12,7 @@ export function instrumentLedger(ledger: RunLedger, telemetry: Telemetry): RunLe
   for (const method of LEDGER_METHODS) {
     const call = (ledger[method] as (...args: unknown[]) => Promise<unknown>).bind(ledger);
     const attributes = { 'aip.ledger.backend': ledger.kind, 'aip.ledger.method': method };
-    (instrumented as unknown as Record<string, unknown>)[method] = async (...args: unknown[]) => {
+    const observed = async (args: unknown[]) => {
       const span = telemetry.startInternal(`aip.ledger ${method}`, undefined, attributes);
       const started = performance.now();
       let errorType: string | undefined;
@@ -23,12 +23,17 @@ export function instrumentLedger(ledger: RunLedger, telemetry: Telemetry): RunLe
         throw error;
       } finally {
         endSpan(span, errorType);
-        telemetry.ledgerDuration.record(
-          (performance.now() - started) / 1000,
-          errorType === undefined ? attributes : { ...attributes, 'error.type': errorType },
-        );
+        if (telemetry.metering) {
+          telemetry.ledgerDuration.record(
+            (performance.now() - started) / 1000,
+            errorType === undefined ? attributes : { ...attributes, 'error.type': errorType },
+          );
+        }
       }
     };
+    // Untraced and unmetered (no SDK): the call itself, with no span, clock read or extra promise.
+    (instrumented as unknown as Record<string, unknown>)[method] = (...args: unknown[]) =>
+      telemetry.metering || telemetry.tracing ? observed(args) : call(...args);
   }
   return instrumented;
 }
