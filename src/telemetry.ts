@@ -255,7 +255,7 @@ export class StreamTrace {
   /** Counts the events by kind (any kind Hermes does not document is `other`, so the attribute stays a bounded set). */
   finish(events: ReadonlyArray<{ event: string }>): void {
     if (this.recording) this.#span.setAttribute('hermes.run_events.count', events.length);
-    if (events.length === 0) return;
+    if (!this.#telemetry.metering || events.length === 0) return;
     const byKind = new Map<string, number>();
     for (const { event } of events) {
       const kind = KNOWN_EVENT_KINDS.has(event) ? event : 'other';

@@ -1,4 +1,6 @@
 import { readFileSync } from 'node:fs';
+import { isSimulatorProfile, SIMULATOR_PROFILES } from '../simulator/hermes/profiles.js';
+import type { SimulatorProfile } from '../simulator/hermes/types.js';
 import { UsageError } from './errors.js';
 
 /** Every command takes `--help` / `-h`. */
@@ -95,4 +97,18 @@ export function fileErrorText(error: unknown): string {
   if (code === 'EACCES' || code === 'EPERM') return 'permission denied';
   if (code === 'EISDIR') return 'is a directory';
   return typeof code === 'string' ? code : 'unreadable';
+}
+
+/**
+ * What `--simulate`, `--profile` and `--config` ask for, checked the same way by every command that
+ * takes them: the simulator's profile (default pin), or undefined for configured endpoints.
+ */
+export function simulatorChoice(command: string, values: { simulate?: boolean; profile?: string; config?: string }): SimulatorProfile | undefined {
+  if (values.simulate && values.config !== undefined) throw new UsageError(`${command}: --simulate and --config exclude each other`);
+  if (values.profile !== undefined && !values.simulate) throw new UsageError(`${command}: --profile applies only with --simulate`);
+  if (values.profile !== undefined && !isSimulatorProfile(values.profile)) {
+    throw new UsageError(`${command}: --profile must be one of ${SIMULATOR_PROFILES.join(', ')}`);
+  }
+  if (!values.simulate) return undefined;
+  return (values.profile as SimulatorProfile | undefined) ?? 'pin';
 }

@@ -1,3 +1,4 @@
+import type { SimulatorProfile } from '../simulator/index.js';
 import type { ArtifactIdentities } from '../cli/identities.js';
 import type { BehaviourCheck, EvidenceSource, StaticCheck } from './kit/types.js';
 
@@ -30,7 +31,13 @@ export interface ConformanceArtifact {
   started_at: string;
   finished_at: string;
   duration_ms: number;
-  target: { kind: 'simulator' | 'configured'; config_source: string; simulator_profile: 'pin' | 'later' | null; evidence_source: EvidenceSource; note: string };
+  target: {
+    kind: 'simulator' | 'configured';
+    config_source: string;
+    simulator_profile: SimulatorProfile | null;
+    evidence_source: EvidenceSource;
+    note: string;
+  };
   identities: ArtifactIdentities;
   static_checks_reading: string;
   endpoints: EndpointConformance[];

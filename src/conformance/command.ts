@@ -1,13 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
-import { HELP_OPTION, integerOption, parseCommand } from '../cli/args.js';
+import { HELP_OPTION, integerOption, parseCommand, simulatorChoice } from '../cli/args.js';
 import { loadConfig, type LoadedEndpoint } from '../cli/config.js';
-import { EXIT, UsageError } from '../cli/errors.js';
+import { EXIT } from '../cli/errors.js';
 import { duration } from '../cli/format.js';
 import { CONFORMANCE_HELP } from '../cli/help.js';
 import { credentialRevision } from '../config.js';
 import { artifactIdentities } from '../cli/identities.js';
-import { isSimulatorProfile, SIMULATOR_PROFILES, startHermesSimulator, type HermesSimulator } from '../simulator/index.js';
+import { startHermesSimulator, type HermesSimulator } from '../simulator/index.js';
 import { jsonDocument, writeArtifacts } from '../cli/artifacts.js';
 import { renderConformanceReport } from './report-html.js';
 import { CONFORMANCE_SCHEMA_ID, STATIC_CHECKS_READING, summarize, type ConformanceArtifact, type EndpointConformance } from './artifact.js';
@@ -38,12 +38,8 @@ export async function conformanceCommand(args: string[]): Promise<number> {
     process.stdout.write(CONFORMANCE_HELP);
     return EXIT.ok;
   }
-  if (values.simulate && values.config !== undefined) throw new UsageError('conformance: --simulate and --config exclude each other');
-  if (values.profile !== undefined && !values.simulate) throw new UsageError('conformance: --profile applies only with --simulate');
-  if (values.profile !== undefined && !isSimulatorProfile(values.profile))
-    throw new UsageError(`conformance: --profile must be one of ${SIMULATOR_PROFILES.join(', ')}`);
+  const profile = simulatorChoice('conformance', values) ?? 'pin';
   const stepTimeoutMs = (integerOption(values.timeout, 'timeout', 1, 3600) ?? (values.simulate ? 10 : 120)) * 1000;
-  const profile = values.profile === 'later' ? 'later' : 'pin';
   const loaded = values.simulate ? undefined : loadConfig(values.config);
 
   const startedAt = Date.now();

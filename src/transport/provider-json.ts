@@ -35,18 +35,21 @@ export function parseProviderJson(text: string, secret: string | undefined): unk
 }
 
 /**
- * A JSON escape that can spell a visible ASCII character, as every character of a key is (the
- * configuration allows nothing else): `\"`, `\\`, `\/` or `\u0021`-`\u007e`. `\n` or `\u00e9`, common
- * in model output, cannot.
+ * JSON escapes that can spell a visible ASCII character, as every character of a key is (the
+ * configuration allows nothing else): `\u0021`-`\u007e`, and `\"`, `\\`, `\/` for a key holding
+ * one of those three. `\n` or `\u00e9`, common in model output, cannot; nor can `\"` (quotes in
+ * model text) for a key without a quote.
  */
-const ASCII_ESCAPE = /\\(?:["\\/]|u00[2-7][0-9a-fA-F])/;
+const UNICODE_ASCII_ESCAPE = /\\u00[2-7][0-9a-fA-F]/;
+const ANY_ASCII_ESCAPE = /\\(?:["\\/]|u00[2-7][0-9a-fA-F])/;
+const escapesThatCanSpell = (secret: string): RegExp => (/["\\/]/.test(secret) ? ANY_ASCII_ESCAPE : UNICODE_ASCII_ESCAPE);
 
 /**
  * Whether parsing `text` can give a string holding `secret`: only if the text holds it as it is,
- * or holds an escape that could spell part of it (`\u0073k_…`).
+ * or holds an escape that could spell one of its characters (`\u0073k_…`).
  */
-function mayHold(text: string, secret: string): boolean {
-  return text.includes(secret) || (text.includes('\\') && ASCII_ESCAPE.test(text));
+export function mayHold(text: string, secret: string): boolean {
+  return text.includes(secret) || (text.includes('\\') && escapesThatCanSpell(secret).test(text));
 }
 
 /** Replaces the secret in every string and member name of a parsed value, in place (the value is a fresh parse). */

@@ -1,6 +1,6 @@
 import { createParser, type EventSourceMessage, type EventSourceParser } from 'eventsource-parser';
 import { HermesFailure } from '../failures.js';
-import { MAX_PROVIDER_JSON_DEPTH, parseProviderJson, type ProviderJsonRefused } from './provider-json.js';
+import { MAX_PROVIDER_JSON_DEPTH, mayHold, parseProviderJson, type ProviderJsonRefused } from './provider-json.js';
 import { redactText } from '../internal/secret.js';
 import type { HermesSseEvent } from '../types.js';
 import { StrictUtf8Decoder, type InvalidUtf8 } from './utf8.js';
@@ -28,6 +28,9 @@ const CR = 0x0d;
 /** Two line terminators in a row end a frame: LF LF, CR CR, or LF CR (which also covers CRLF CRLF). Each is two bytes. */
 const FRAME_ENDS = [Buffer.from('\n\n'), Buffer.from('\r\r'), Buffer.from('\n\r')];
 
+/** The longest JSON escape that can spell one of a key's characters (`\u0073`). */
+const ESCAPE_LENGTH = 6;
+
 /**
  * Turns Hermes SSE bytes into typed events. Bytes are decoded as streaming, strict UTF-8
  * and parsed by eventsource-parser; frame and stream sizes are counted in bytes before
@@ -48,6 +51,14 @@ export class SseDecoder {
   #lastByte = -1;
   #swallowLeadingLf = false;
   #failure: HermesFailure | undefined;
+  /**
+   * Set once the stream's text could hold the key (as it is, or spelled by an escape): from then
+   * on every frame is checked and redacted. Until then no frame can hold it, so none is searched:
+   * one search per network read instead of one per frame.
+   */
+  #secretMayAppear = false;
+  /** The end of the previous read's text, so that a key or escape split between reads is still seen. */
+  #tail = '';
 
   /** `secret`, the endpoint's key, is redacted from every event (name, id, data) before it leaves the decoder. */
   constructor(limits: SseDecoderLimits, endpointId: string, secret?: string) {
@@ -101,6 +112,7 @@ export class SseDecoder {
     // dropping that LF if it does come, delivers a CR-terminated frame without waiting for more bytes.
     if (this.#swallowLeadingLf && text.startsWith('\n')) text = text.slice(1);
     this.#swallowLeadingLf = text.endsWith('\r');
+    this.#watchForSecret(text);
     this.#parser.feed(this.#swallowLeadingLf ? `${text}\n` : text);
     // A bad frame inside the text comes before a fault in the bytes that follow it.
     this.#failure ??= fault;
@@ -160,6 +172,15 @@ export class SseDecoder {
     return frameBytes > this.#limits.maxFrameBytes;
   }
 
+  #watchForSecret(text: string): void {
+    const secret = this.#secret;
+    if (secret === undefined || this.#secretMayAppear) return;
+    const seen = this.#tail + text;
+    this.#secretMayAppear = mayHold(seen, secret);
+    // Enough to hold all but the last character of a key, or of a six-character escape.
+    this.#tail = seen.slice(-Math.max(secret.length, ESCAPE_LENGTH));
+  }
+
   #onMessage(message: EventSourceMessage): void {
     if (this.#failure) return;
     if (message.data.trim() === '[DONE]') {
@@ -168,7 +189,7 @@ export class SseDecoder {
     }
     let data: unknown;
     try {
-      data = parseProviderJson(message.data, this.#secret);
+      data = parseProviderJson(message.data, this.#secretMayAppear ? this.#secret : undefined);
     } catch (error) {
       const tooDeep = (error as ProviderJsonRefused).reason === 'too_deep';
       this.#failure = this.#invalid(
@@ -186,7 +207,7 @@ export class SseDecoder {
       this.#failure = this.#invalid('an SSE frame without an event name');
       return;
     }
-    const secret = this.#secret;
+    const secret = this.#secretMayAppear ? this.#secret : undefined;
     const event: HermesSseEvent = { event: secret === undefined ? name : redactText(name, secret), data: record };
     if (message.id !== undefined) event.id = secret === undefined ? message.id : redactText(message.id, secret);
     this.#items.push(event);

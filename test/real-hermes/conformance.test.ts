@@ -3,31 +3,22 @@
  * the kit's eleven applicable checks pass, the two the manifest does not trigger are not
  * applicable, the artifact validates and holds no key.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import { assertMatches } from '../helpers/schema-check.js';
 import { runCli, tempDir } from '../cli/helpers.js';
-import { describeEachRelease, START_TIMEOUT_MS, startRealEndpoint, type RealEndpoint } from './support.js';
+import { describeEachReleaseWithEndpoint, endpointsFileFor } from './support.js';
 
 const CONFORMANCE_TIMEOUT_MS = 300_000;
 
-describeEachRelease('hermes-aip conformance against real Hermes %s', {}, (version) => {
-  let endpoint: RealEndpoint;
-  beforeAll(async () => {
-    endpoint = await startRealEndpoint({ version });
-  }, START_TIMEOUT_MS);
-  afterAll(async () => {
-    await endpoint?.close();
-  }, START_TIMEOUT_MS);
-
+describeEachReleaseWithEndpoint('hermes-aip conformance against real Hermes %s', (running) => {
   test(
     'every applicable check passes; transaction_lifecycle and webhook_security are not applicable',
     async () => {
+      const endpoint = running();
       const folder = tempDir();
-      writeFileSync(join(folder, 'api-key'), `${endpoint.hermes.apiKey}\n`, { mode: 0o600 });
-      const config = join(folder, 'endpoints.json');
-      writeFileSync(config, JSON.stringify({ endpoints: [{ id: 'real', baseUrl: endpoint.hermes.baseUrl, apiKeyFile: 'api-key' }] }));
+      const config = endpointsFileFor(endpoint, folder);
       const out = join(folder, 'out');
 
       const run = await runCli(['conformance', '--config', config, '--out', out, '--timeout', '60'], { timeoutMs: CONFORMANCE_TIMEOUT_MS });

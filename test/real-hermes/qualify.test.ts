@@ -3,31 +3,22 @@
  * installed release: the eight checks pass, and the evidence names the endpoint and the Hermes
  * version it reports, never the key.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import { assertMatches } from '../helpers/schema-check.js';
 import { CHECK_IDS, runCli, tempDir } from '../cli/helpers.js';
-import { describeEachRelease, START_TIMEOUT_MS, startRealEndpoint, type RealEndpoint } from './support.js';
+import { describeEachReleaseWithEndpoint, endpointsFileFor } from './support.js';
 
 const QUALIFY_TIMEOUT_MS = 240_000;
 
-describeEachRelease('hermes-aip qualify against real Hermes %s', {}, (version) => {
-  let endpoint: RealEndpoint;
-  beforeAll(async () => {
-    endpoint = await startRealEndpoint({ version });
-  }, START_TIMEOUT_MS);
-  afterAll(async () => {
-    await endpoint?.close();
-  }, START_TIMEOUT_MS);
-
+describeEachReleaseWithEndpoint('hermes-aip qualify against real Hermes %s', (running, version) => {
   test(
     'passes all eight checks with the default prompts',
     async () => {
+      const endpoint = running();
       const folder = tempDir();
-      writeFileSync(join(folder, 'api-key'), `${endpoint.hermes.apiKey}\n`, { mode: 0o600 });
-      const config = join(folder, 'endpoints.json');
-      writeFileSync(config, JSON.stringify({ endpoints: [{ id: 'real', baseUrl: endpoint.hermes.baseUrl, apiKeyFile: 'api-key' }] }));
+      const config = endpointsFileFor(endpoint, folder);
       const out = join(folder, 'out');
 
       const run = await runCli(['qualify', '--config', config, '--out', out, '--timeout', '60'], { timeoutMs: QUALIFY_TIMEOUT_MS });

@@ -3,9 +3,9 @@
  * by `npm run hermes:install`), and one real Hermes per release and test file, behind a recording
  * proxy, with a fake model, driven through the built connector.
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe } from 'vitest';
+import { afterAll, beforeAll, describe } from 'vitest';
 import { createHermesConnector } from 'aip-connector-hermes-agent';
 import { startFakeModel, type FakeModel } from 'aip-connector-hermes-agent/fake-model';
 import { checkedConnector, ENDPOINT, type CheckedConnector } from '../helpers/harness.js';
@@ -73,4 +73,29 @@ export async function startRealEndpoint(options: Omit<RealHermesOptions, 'fakeMo
       await model.close();
     },
   };
+}
+
+/**
+ * describeEachRelease with one real Hermes per release for the whole block: `endpoint()` is the
+ * running one (started before the block's tests, stopped after them).
+ */
+export function describeEachReleaseWithEndpoint(name: string, body: (endpoint: () => RealEndpoint, version: string) => void): void {
+  describeEachRelease(name, {}, (version) => {
+    let endpoint: RealEndpoint | undefined;
+    beforeAll(async () => {
+      endpoint = await startRealEndpoint({ version });
+    }, START_TIMEOUT_MS);
+    afterAll(async () => {
+      await endpoint?.close();
+    }, START_TIMEOUT_MS);
+    body(() => endpoint as RealEndpoint, version);
+  });
+}
+
+/** An endpoints file for the CLI naming the real Hermes directly (id `real`), its key in a file beside it. */
+export function endpointsFileFor(endpoint: RealEndpoint, folder: string): string {
+  writeFileSync(join(folder, 'api-key'), `${endpoint.hermes.apiKey}\n`, { mode: 0o600 });
+  const config = join(folder, 'endpoints.json');
+  writeFileSync(config, JSON.stringify({ endpoints: [{ id: 'real', baseUrl: endpoint.hermes.baseUrl, apiKeyFile: 'api-key' }] }));
+  return config;
 }

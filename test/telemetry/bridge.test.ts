@@ -5,19 +5,12 @@
  */
 import { context, metrics, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { AggregationTemporality, MeterProvider, MetricReader, type DataPoint } from '@opentelemetry/sdk-metrics';
+import { MeterProvider } from '@opentelemetry/sdk-metrics';
+import { PullReader } from '../helpers/otel.js';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { approveRun, bridgeEnvFactory, callTool, newSessionId, scripts } from '../helpers/bridge-env.js';
 import { eventually } from '../helpers/harness.js';
-
-class PullReader extends MetricReader {
-  constructor() {
-    super({ aggregationTemporalitySelector: () => AggregationTemporality.CUMULATIVE });
-  }
-  protected async onForceFlush(): Promise<void> {}
-  protected async onShutdown(): Promise<void> {}
-}
 
 const exporter = new InMemorySpanExporter();
 const reader = new PullReader();
@@ -37,11 +30,7 @@ const named = (name: string) => exporter.getFinishedSpans().filter((span) => spa
 const childrenOf = (parent: ReadableSpan) => exporter.getFinishedSpans().filter((span) => span.parentSpanContext?.spanId === parent.spanContext().spanId);
 
 async function jobGauge(): Promise<Record<string, number>> {
-  const { resourceMetrics } = await reader.collect();
-  const points = resourceMetrics.scopeMetrics.flatMap((scope) =>
-    scope.metrics.filter((metric) => metric.descriptor.name === 'herm.bridge.jobs').flatMap((metric) => metric.dataPoints as DataPoint<number>[]),
-  );
-  return Object.fromEntries(points.map((point) => [String(point.attributes.state), point.value as number]));
+  return Object.fromEntries((await reader.points('herm.bridge.jobs')).map((point) => [String(point.attributes.state), point.value as number]));
 }
 
 describe('Herm bridge telemetry', () => {

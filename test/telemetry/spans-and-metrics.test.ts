@@ -7,18 +7,11 @@
 import { context, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import { AggregationTemporality, MeterProvider, MetricReader, type DataPoint, type Histogram } from '@opentelemetry/sdk-metrics';
+import { MeterProvider, type Histogram } from '@opentelemetry/sdk-metrics';
+import { PullReader } from '../helpers/otel.js';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { API_KEY, eventually, grantFor, harnessFactory, nextId, script, type Harness } from '../helpers/harness.js';
-
-class PullReader extends MetricReader {
-  constructor() {
-    super({ aggregationTemporalitySelector: () => AggregationTemporality.CUMULATIVE });
-  }
-  protected async onForceFlush(): Promise<void> {}
-  protected async onShutdown(): Promise<void> {}
-}
 
 const exporter = new InMemorySpanExporter();
 const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
@@ -57,13 +50,6 @@ const only = (name: string): ReadableSpan => {
 };
 const parentOf = (span: ReadableSpan) => span.parentSpanContext?.spanId;
 const childrenOf = (parent: ReadableSpan) => spans().filter((span) => parentOf(span) === parent.spanContext().spanId);
-
-async function metricPoints(reader: PullReader, name: string): Promise<DataPoint<unknown>[]> {
-  const { resourceMetrics } = await reader.collect();
-  return resourceMetrics.scopeMetrics.flatMap((scope) =>
-    scope.metrics.filter((metric) => metric.descriptor.name === name).flatMap((metric) => metric.dataPoints as DataPoint<unknown>[]),
-  );
-}
 
 describe('a lifecycle: start, stream with an approval, approve, status', () => {
   it('one INTERNAL span per invoke with CLIENT children named by URL template; traceparent reaches Hermes', async () => {
@@ -202,7 +188,7 @@ describe('a stream to its end', () => {
       ['hermes.event.first', 'message.delta'],
       ['hermes.event.terminal', 'run.completed'],
     ]);
-    const counted = (await metricPoints(reader, 'hermes.run_events.events')).map((point) => [point.attributes['hermes.event.kind'], point.value]);
+    const counted = (await reader.points('hermes.run_events.events')).map((point) => [point.attributes['hermes.event.kind'], point.value]);
     expect(counted).toEqual(
       expect.arrayContaining([
         ['message.delta', 2],
@@ -217,7 +203,7 @@ describe('metrics', () => {
     const { h, reader } = await withTelemetry();
     const runId = await h.startRun({ input: 'hi', sim_script: script.quick() });
     await h.invoke({ capability_id: h.cap('run_status'), input: { run_id: 'run_unknown' } });
-    const invocations = await metricPoints(reader, 'aip.connector.invocations');
+    const invocations = await reader.points('aip.connector.invocations');
     expect(invocations.map((point) => ({ ...point.attributes, value: point.value }))).toEqual(
       expect.arrayContaining([
         { 'aip.capability.operation': 'run_start', 'aip.result.status': 'completed', 'hermes.endpoint_id': 'local', value: 1 },
@@ -230,11 +216,11 @@ describe('metrics', () => {
         },
       ]),
     );
-    const durations = await metricPoints(reader, 'aip.connector.invocation.duration');
+    const durations = await reader.points('aip.connector.invocation.duration');
     expect(durations.reduce((sum, point) => sum + (point.value as Histogram).count, 0)).toBe(2);
-    const active = await metricPoints(reader, 'aip.connector.active_invocations');
+    const active = await reader.points('aip.connector.active_invocations');
     expect(active.map((point) => point.value)).toEqual([0]);
-    const ledger = await metricPoints(reader, 'aip.ledger.operation.duration');
+    const ledger = await reader.points('aip.ledger.operation.duration');
     expect(ledger.map((point) => point.attributes)).toEqual(expect.arrayContaining([{ 'aip.ledger.backend': 'memory', 'aip.ledger.method': 'claim' }]));
     const allAttributes = JSON.stringify([...invocations, ...durations, ...active, ...ledger].map((point) => point.attributes));
     expect(allAttributes).not.toContain(runId);

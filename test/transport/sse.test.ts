@@ -521,3 +521,30 @@ describe('chunking never changes the result', () => {
     );
   });
 });
+
+describe('the endpoint key is redacted however the network splits it', () => {
+  const key = 'hk_split_canary_0123456789';
+  const spelled = [...key].map((char) => `\\u00${char.charCodeAt(0).toString(16)}`).join('');
+  const frames = [
+    `data: {"event": "message.delta", "delta": "before ${key} after"}\n\n`,
+    `data: {"event": "message.delta", "delta": "spelled ${spelled}"}\n\n`,
+    `event: ${key}\ndata: {"event": "x", "n": 1}\n\n`,
+  ];
+  const limits: SseDecoderLimits = { maxFrameBytes: 1 << 20, maxStreamBytes: 1 << 24 };
+
+  it.each(frames.map((frame, index) => [index, frame]))('frame %i, split at every byte', (_index, frame) => {
+    const bytes = Buffer.from(`data: {"event": "message.delta", "delta": "plain"}\n\n${frame}`);
+    for (let cut = 1; cut < bytes.length; cut++) {
+      const decoder = new SseDecoder(limits, 'ep', key);
+      const items = [...decoder.push(bytes.subarray(0, cut)), ...decoder.push(bytes.subarray(cut))];
+      expect(items, `cut at ${cut}`).toHaveLength(2);
+      expect(JSON.stringify(items), `cut at ${cut}`).not.toContain(key);
+    }
+  });
+
+  it('a stream that never holds the key is decoded unchanged', () => {
+    const decoder = new SseDecoder(limits, 'ep', key);
+    const items = decoder.push(Buffer.from('data: {"event": "message.delta", "delta": "a \\n b \\u00e9"}\n\n'));
+    expect(items).toEqual([{ event: 'message.delta', data: { event: 'message.delta', delta: 'a \n b é' } }]);
+  });
+});

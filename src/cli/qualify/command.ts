@@ -2,15 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import {
-  isSimulatorProfile,
-  PROFILE_TRAITS,
-  SIMULATOR_PROFILES,
-  startHermesSimulator,
-  type HermesSimulator,
-  type SimulatorProfile,
-} from '../../simulator/index.js';
-import { HELP_OPTION, fileErrorText, integerOption, parseCommand } from '../args.js';
+import { PROFILE_TRAITS, startHermesSimulator, type HermesSimulator } from '../../simulator/index.js';
+import { HELP_OPTION, fileErrorText, integerOption, parseCommand, simulatorChoice } from '../args.js';
 import { openConnector, describeLedger, loadConfig } from '../config.js';
 import { EXIT, UsageError } from '../errors.js';
 import { jsonDocument, writeArtifacts } from '../artifacts.js';
@@ -56,10 +49,7 @@ export async function qualifyCommand(args: string[]): Promise<number> {
     process.stdout.write(QUALIFY_HELP);
     return EXIT.ok;
   }
-  if (values.simulate && values.config !== undefined) throw new UsageError('qualify: --simulate and --config exclude each other');
-  if (values.profile !== undefined && !values.simulate) throw new UsageError('qualify: --profile applies only with --simulate');
-  if (values.profile !== undefined && !isSimulatorProfile(values.profile))
-    throw new UsageError(`qualify: --profile must be one of ${SIMULATOR_PROFILES.join(', ')}`);
+  const profile = simulatorChoice('qualify', values) ?? 'pin';
   for (const name of ['approval-prompt', 'harmless-prompt'] as const) {
     if (values[name] !== undefined && values[name].trim() === '') throw new UsageError(`qualify: --${name} must not be empty`);
   }
@@ -70,7 +60,6 @@ export async function qualifyCommand(args: string[]): Promise<number> {
   const scratchCommand = `rm -rf ./aip-qualification-scratch-${randomBytes(6).toString('hex')}`;
   const approvalPrompt = values['approval-prompt'] ?? defaultApprovalPrompt(scratchCommand);
   const harmlessPrompt = values['harmless-prompt'] ?? DEFAULT_HARMLESS_PROMPT;
-  const profile: SimulatorProfile = values.profile !== undefined && isSimulatorProfile(values.profile) ? values.profile : 'pin';
   const identities = artifactIdentities();
 
   let simulator: HermesSimulator | undefined;
