@@ -10,6 +10,7 @@ import { EndpointPools } from './transport/http.js';
 import { typedId } from './internal/ids.js';
 import { IdempotencyGuard } from './ledger/idempotency.js';
 import { instrumentLedger } from './ledger/instrumented.js';
+import { isSettled } from './ledger/run-status.js';
 import { createMemoryLedger } from './ledger/memory.js';
 import type { IdempotencyScope, RunEvidence, RunLedger } from './ledger/types.js';
 import { connectorLogger, invocationLogger } from './internal/logger.js';
@@ -497,7 +498,7 @@ async function runIdToStop(
   tenantId: string | undefined,
 ): Promise<string | undefined> {
   const runId = (action?.input as { run_id?: unknown } | null | undefined)?.run_id;
-  if (typeof runId === 'string') return runId;
+  if (typeof runId === 'string') return (await knownFinished(deps, entry, runId, tenantId)) ? undefined : runId;
   if (OPERATIONS[entry.operation].bindRun === undefined || typeof action?.id !== 'string') return undefined;
   try {
     // A replayed start has no binding of its own: its idempotency record names the action that started the run.
@@ -508,12 +509,27 @@ async function runIdToStop(
     for (const actionId of new Set([action.id, record?.action_id])) {
       if (actionId === undefined) continue;
       const binding = await deps.ledger.evidence(actionId, tenantId ?? null);
-      if (binding?.action_id === actionId && binding.endpoint_id === entry.endpoint.id) return binding.run_id;
+      if (binding?.action_id === actionId && binding.endpoint_id === entry.endpoint.id) return isSettled(binding) ? undefined : binding.run_id;
     }
   } catch (error) {
     deps.logger.error({ err: errorName(error) }, 'run ledger failed while looking up the run to cancel');
   }
   return undefined;
+}
+
+/**
+ * Whether the ledger already holds this tenant's terminal outcome for the run: then there is
+ * nothing to stop (Hermes would refuse with a 404). Unknown runs, and a ledger that fails, are
+ * stopped as asked.
+ */
+async function knownFinished(deps: PipelineDeps, entry: CapabilityEntry, runId: string, tenantId: string | undefined): Promise<boolean> {
+  try {
+    const binding = await deps.ledger.evidence(runId, tenantId ?? null);
+    return binding !== null && binding.run_id === runId && binding.endpoint_id === entry.endpoint.id && isSettled(binding);
+  } catch (error) {
+    deps.logger.error({ err: errorName(error) }, 'run ledger failed while looking up the run to cancel');
+    return false;
+  }
 }
 
 /** Error class names only: a driver's message may quote SQL parameters. */

@@ -112,6 +112,27 @@ describe('cancel()', () => {
     expect(h.sim.requests).toHaveLength(0);
   });
 
+  it('a run the ledger already records as finished → null, no stop request (Hermes would refuse it)', async () => {
+    const h = await harness();
+    const start = {
+      id: nextId('act'),
+      capability_id: h.cap('run_start'),
+      input: { body: { input: 'hi', sim_script: script.quick() } },
+      idempotency_key: nextId('key'),
+    };
+    const started = await h.invoke(start, { tenantId: 'tenant-a' });
+    const runId = (started.output as { run_id: string }).run_id;
+    await h.invoke({ capability_id: h.cap('run_events'), input: { run_id: runId } }, { tenantId: 'tenant-a' });
+    expect(await h.connector.evidence(start.id, { tenantId: 'tenant-a' })).toMatchObject({ terminal_event: 'run.completed' });
+    const before = h.sim.requests.length;
+    expect(await h.cancel(start, { tenantId: 'tenant-a' })).toBeNull();
+    expect(await h.cancel({ capability_id: h.cap('run_status'), input: { run_id: runId } }, { tenantId: 'tenant-a' })).toBeNull();
+    expect(h.sim.requests.slice(before)).toEqual([]);
+    // Another tenant has no record of the run: its cancel is sent, and Hermes answers for itself.
+    const other = await h.cancel({ capability_id: h.cap('run_status'), input: { run_id: runId } }, { tenantId: 'tenant-b' });
+    expect(other?.error?.code).toBe(`${PREFIX}not_found`);
+  });
+
   it('an unknown capability → failed unsupported_capability, no request', async () => {
     const h = await harness();
     const result = await cancel(h, { capability_id: 'cap:hermes_agent:elsewhere:run_events', input: { run_id: `run_${'4'.repeat(32)}` } });

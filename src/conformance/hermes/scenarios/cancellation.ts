@@ -60,7 +60,7 @@ export async function cancellationRaces(h: Harness): Promise<ScenarioEvidence> {
       late_cancel_preserved_terminal: outcome(
         preserved,
         preserved
-          ? `cancelling after ${String(terminalEvent)} left the ledger's terminal outcome and the provider's status completed (${lateStops.length} stop request(s) reached Hermes, which refused to stop a finished run)`
+          ? `cancelling after ${String(terminalEvent)} left the ledger's terminal outcome and the provider's status completed (${lateStops.length} stop request(s) reached Hermes)`
           : `after the late cancel: ledger ${String(after?.terminal_event)}/${String(after?.last_status)}, provider ${String(providerStatus)}, cancel answered ${late.result ? (codeOf(late.result) ?? late.result.status) : 'nothing to stop'}`,
       ),
     },
