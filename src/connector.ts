@@ -479,26 +479,39 @@ async function stopActionFor(deps: PipelineDeps, action: unknown, context: Execu
   const candidate = action as Partial<AipAction> | null;
   const entry = deps.registry.resolve(candidate?.capability_id);
   if (!entry) return { stop: undefined };
-  const runId = await runIdToStop(deps, entry, candidate, context?.tenantId);
-  if (runId === undefined) return null;
+  const tenantId = context?.tenantId;
+  const target = await runToStop(deps, entry, candidate, tenantId);
+  if (target === undefined) return null;
   const stop: AipAction = {
     id: actionIdOf(action),
     capability_id: deps.registry.sibling(entry, 'run_stop').capability.id,
-    input: { run_id: runId },
+    input: { run_id: target.runId },
     idempotency_key: `aip-cancel-${createHash('sha256').update(actionIdOf(action)).digest('hex').slice(0, 40)}`,
   };
   if (Array.isArray(candidate?.delegation_chain)) stop.delegation_chain = candidate.delegation_chain;
+  // A finished run has nothing to stop, unless this cancel already asked Hermes: then it is answered as before.
+  if (target.finished && !(await stopAlreadyAsked(deps, stop, tenantId))) return null;
   return { stop };
 }
 
-async function runIdToStop(
+/** Whether the ledger holds this stop's key (its first attempt, settled or still in flight); a failing ledger counts as yes. */
+async function stopAlreadyAsked(deps: PipelineDeps, stop: AipAction, tenantId: string | undefined): Promise<boolean> {
+  const scope = { capability_id: stop.capability_id, idempotency_key: scopedKey(stop.idempotency_key as string, tenantId) };
+  return deps.ledger.get(scope, deps.config.now()).then(
+    (record) => record !== undefined,
+    () => true,
+  );
+}
+
+/** The run a cancel is about, and whether the tenant's ledger binding already records its end. */
+async function runToStop(
   deps: PipelineDeps,
   entry: CapabilityEntry,
   action: Partial<AipAction> | null,
   tenantId: string | undefined,
-): Promise<string | undefined> {
+): Promise<{ runId: string; finished: boolean } | undefined> {
   const runId = (action?.input as { run_id?: unknown } | null | undefined)?.run_id;
-  if (typeof runId === 'string') return (await knownFinished(deps, entry, runId, tenantId)) ? undefined : runId;
+  if (typeof runId === 'string') return { runId, finished: await knownFinished(deps, entry, runId, tenantId) };
   if (OPERATIONS[entry.operation].bindRun === undefined || typeof action?.id !== 'string') return undefined;
   try {
     // A replayed start has no binding of its own: its idempotency record names the action that started the run.
@@ -509,7 +522,7 @@ async function runIdToStop(
     for (const actionId of new Set([action.id, record?.action_id])) {
       if (actionId === undefined) continue;
       const binding = await deps.ledger.evidence(actionId, tenantId ?? null);
-      if (binding?.action_id === actionId && binding.endpoint_id === entry.endpoint.id) return isSettled(binding) ? undefined : binding.run_id;
+      if (binding?.action_id === actionId && binding.endpoint_id === entry.endpoint.id) return { runId: binding.run_id, finished: isSettled(binding) };
     }
   } catch (error) {
     deps.logger.error({ err: errorName(error) }, 'run ledger failed while looking up the run to cancel');

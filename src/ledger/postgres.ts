@@ -27,6 +27,13 @@ export function createPostgresLedger(options: PostgresLedgerOptions): RunLedger 
   const executor: SqlExecutor = {
     async migrate() {
       const client = await pool.connect();
+      // A checked-out client has no pool listener: a backend ended under it (pg_terminate_backend, a
+      // restart) must fail the set-up through the query in progress, not crash the host.
+      let broken: Error | undefined;
+      const onError = (error: Error) => {
+        broken = error;
+      };
+      client.on('error', onError);
       try {
         await client.query('BEGIN');
         await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
@@ -41,7 +48,9 @@ export function createPostgresLedger(options: PostgresLedgerOptions): RunLedger 
         await client.query('ROLLBACK').catch(() => undefined);
         throw error;
       } finally {
-        client.release();
+        client.off('error', onError);
+        // A broken connection is destroyed rather than returned to the pool.
+        client.release(broken);
       }
     },
     async all(sql, params) {

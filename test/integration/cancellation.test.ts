@@ -133,6 +133,21 @@ describe('cancel()', () => {
     expect(other?.error?.code).toBe(`${PREFIX}not_found`);
   });
 
+  it('a cancel repeated after the run finished replays its first stop instead of answering null', async () => {
+    const h = await harness();
+    const runId = await h.startRun({ input: 'long', sim_script: script.long() });
+    const action = { id: nextId('act'), capability_id: h.cap('run_events'), input: { run_id: runId } };
+    const first = await h.cancel(action);
+    expect(first?.status, JSON.stringify(first?.error)).toBe('completed');
+    await eventually(() => h.sim.run(runId)?.status === 'cancelled' || undefined, 'the run cancelled');
+    const read = await h.invoke({ capability_id: h.cap('run_status'), input: { run_id: runId } });
+    expect(read.output).toMatchObject({ status: 'cancelled' });
+    const stopsBefore = h.sim.requests.filter((request) => request.path.endsWith('/stop')).length;
+    const again = await h.cancel(action);
+    expect(again?.receipt).toMatchObject({ replayed: true, original_action_id: action.id });
+    expect(h.sim.requests.filter((request) => request.path.endsWith('/stop'))).toHaveLength(stopsBefore);
+  });
+
   it('an unknown capability → failed unsupported_capability, no request', async () => {
     const h = await harness();
     const result = await cancel(h, { capability_id: 'cap:hermes_agent:elsewhere:run_events', input: { run_id: `run_${'4'.repeat(32)}` } });

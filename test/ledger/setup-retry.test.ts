@@ -4,6 +4,7 @@
  */
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import pg from 'pg';
 import { createPostgresLedger } from 'aip-connector-hermes-agent';
 import { createSqlLedger, type SqlExecutor } from '../../src/ledger/sql-ledger.js';
 import { eventually, harnessFactory, nextId } from '../helpers/harness.js';
@@ -123,6 +124,40 @@ describe.runIf(PG_URL)('a PostgreSQL ledger that was unreachable at first use', 
       expect(h.sim.startCount()).toBe(1);
       await ledger.close();
     } finally {
+      await drop();
+    }
+  });
+});
+
+describe.runIf(PG_URL)('a PostgreSQL backend ended during the schema set-up', () => {
+  it('fails that set-up (no unhandled error event, no crash) and the next one succeeds', async () => {
+    const { connectionString, drop } = await createPgSchema('aip_kill_setup');
+    const application = `aip_kill_${process.pid}`;
+    const url = new URL(connectionString);
+    url.searchParams.set('application_name', application);
+    // Another session holds the migration lock, so the ledger's set-up waits inside its transaction.
+    const holder = new pg.Client({ connectionString });
+    await holder.connect();
+    const admin = new pg.Client({ connectionString });
+    await admin.connect();
+    const ledger = createPostgresLedger({ connectionString: url.toString() });
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT pg_advisory_xact_lock($1)', [0x41495048]);
+      const setUp = ledger.openRuns();
+      await eventually(async () => {
+        const waiting = await admin.query("SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'", [application]);
+        return waiting.rowCount === 1 || undefined;
+      }, 'the set-up waiting for the migration lock');
+      await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [application]);
+      await expect(setUp).rejects.toThrow();
+      await holder.query('COMMIT');
+      await sleep(300);
+      await expect(ledger.openRuns()).resolves.toEqual([]);
+    } finally {
+      await ledger.close();
+      await holder.end();
+      await admin.end();
       await drop();
     }
   });

@@ -178,9 +178,14 @@ function childConfig(world: World): ChildConfig {
   };
 }
 
-/** The fault of a round: a kill (random or targeted), or with PostgreSQL sometimes a database fault instead. */
-function chooseMoment(world: World, random: () => number, restartsLeft: number): Moment {
-  if (world.options.ledger === 'postgres' && random() < 0.25) return restartsLeft > 0 && random() < 0.5 ? 'pg-restart' : 'pg-terminate';
+/**
+ * The fault of a round: a kill (random or targeted), or with PostgreSQL sometimes a database fault
+ * instead, and always one until a database fault has landed on a running child (a child that
+ * finishes its plan first takes none), so that every PostgreSQL torture exercises one.
+ */
+function chooseMoment(world: World, random: () => number, restartsLeft: number, faultsLanded: number): Moment {
+  const databaseRound = random() < 0.25 || faultsLanded === 0;
+  if (world.options.ledger === 'postgres' && databaseRound) return restartsLeft > 0 && random() < 0.5 ? 'pg-restart' : 'pg-terminate';
   return random() < 0.4 ? 'random' : pick(random, TARGETED);
 }
 
@@ -257,7 +262,7 @@ export async function runTorture(options: TortureOptions): Promise<TortureSummar
     let restartsLeft = options.pgRestarts ?? 0;
     while (summary.kills < options.kills && summary.rounds < options.kills * MAX_ROUNDS_PER_KILL && summary.violations.length === 0) {
       growPlan(world, random, summary.rounds++);
-      const moment = chooseMoment(world, random, restartsLeft);
+      const moment = chooseMoment(world, random, restartsLeft, summary.pg_faults.rounds);
       if (moment === 'pg-restart') restartsLeft--;
       const incarnation = spawnChild(childConfig(world));
       const outcome = await Promise.race([
