@@ -5,8 +5,6 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createHermBridge } from 'aip-connector-hermes-agent';
 import { eventually } from '../helpers/harness.js';
@@ -21,6 +19,7 @@ import {
   postedResults,
   scripts,
 } from '../helpers/bridge-env.js';
+import { captureLogger } from '../helpers/capture-logger.js';
 
 const startEnv = bridgeEnvFactory();
 
@@ -133,19 +132,6 @@ describe('bridge.subscribe when the Herm stream fails (README: `void bridge.subs
     });
     await new Promise<void>((resolve) => herm503?.listen(0, '127.0.0.1', resolve));
     return `http://127.0.0.1:${(herm503.address() as AddressInfo).port}`;
-  }
-
-  function captureLogger() {
-    const lines: Array<Record<string, unknown>> = [];
-    let raw = '';
-    const sink = new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        raw += chunk.toString('utf8');
-        for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) lines.push(JSON.parse(line) as Record<string, unknown>);
-        done();
-      },
-    });
-    return { logger: pino({ level: 'trace' }, sink), lines, raw: () => raw };
   }
 
   it('without onError: `void bridge.subscribe(…)` leaves no unhandled rejection; the failure is logged, without the key', async () => {

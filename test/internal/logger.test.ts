@@ -1,27 +1,13 @@
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import { afterEach, expect, test } from 'vitest';
 import { connectorLogger, invocationLogger } from '../../src/internal/logger.js';
 import { grantFor, nextId, script, startHarness, API_KEY, type Harness } from '../helpers/harness.js';
+import { captureLogger } from '../helpers/capture-logger.js';
 
 let h: Harness | undefined;
 afterEach(async () => {
   await h?.close();
   h = undefined;
 });
-
-function captureLogger() {
-  const lines: Array<Record<string, unknown>> = [];
-  let raw = '';
-  const sink = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      raw += chunk.toString('utf8');
-      for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) lines.push(JSON.parse(line) as Record<string, unknown>);
-      done();
-    },
-  });
-  return { logger: pino({ level: 'trace' }, sink), lines, raw: () => raw };
-}
 
 test('every invocation logs through its own child with action, capability and endpoint ids, and never the key', async () => {
   const capture = captureLogger();
