@@ -1,13 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { HELP_OPTION, integerOption, parseCommand, simulatorChoice } from '../cli/args.js';
-import { loadConfig, type LoadedEndpoint } from '../cli/config.js';
+import { loadConfig, type LoadedConfig, type LoadedEndpoint } from '../cli/config.js';
 import { EXIT } from '../cli/errors.js';
 import { duration } from '../cli/format.js';
 import { CONFORMANCE_HELP } from '../cli/help.js';
 import { credentialRevision } from '../config.js';
 import { artifactIdentities } from '../cli/identities.js';
-import { startHermesSimulator, type HermesSimulator } from '../simulator/index.js';
+import type { HermesSimulator } from '../simulator/index.js';
+import { startEmbeddedSimulator } from '../cli/embedded-simulator.js';
 import { jsonDocument, writeArtifacts } from '../cli/artifacts.js';
 import { renderConformanceReport } from './report-html.js';
 import { CONFORMANCE_SCHEMA_ID, STATIC_CHECKS_READING, summarize, type ConformanceArtifact, type EndpointConformance } from './artifact.js';
@@ -44,17 +45,9 @@ export async function conformanceCommand(args: string[]): Promise<number> {
 
   const startedAt = Date.now();
   let simulator: HermesSimulator | undefined;
-  let target: { source: string; endpoints: LoadedEndpoint[] };
-  if (loaded) {
-    target = { source: loaded.source, endpoints: loaded.endpoints };
-  } else {
-    const apiKey = `hk_sim_${randomBytes(24).toString('hex')}`;
-    simulator = await startHermesSimulator({ apiKey, profile, keepaliveMs: 1000, stepDelayMs: 5, streamLookupMs: 200 });
-    target = {
-      source: 'embedded simulator',
-      endpoints: [{ config: { id: 'simulator', baseUrl: simulator.url, apiKey }, keySource: 'generated for the embedded simulator' }],
-    };
-  }
+  let target: LoadedConfig;
+  if (loaded) target = loaded;
+  else ({ simulator, config: target } = await startEmbeddedSimulator(profile));
   const bodies = runBodies(simulator !== undefined);
   const endpoints: EndpointConformance[] = [];
   try {

@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { PROFILE_TRAITS, startHermesSimulator, type HermesSimulator } from '../../simulator/index.js';
+import { PROFILE_TRAITS, type HermesSimulator } from '../../simulator/index.js';
+import { startEmbeddedSimulator } from '../embedded-simulator.js';
 import { HELP_OPTION, fileErrorText, integerOption, parseCommand, simulatorChoice } from '../args.js';
 import { openConnector, describeLedger, loadConfig } from '../config.js';
 import { EXIT, UsageError } from '../errors.js';
@@ -25,8 +26,6 @@ export const DEFAULT_HARMLESS_PROMPT = 'Reply with the single word: ready';
 export function defaultApprovalPrompt(scratchCommand: string): string {
   return `Use the terminal tool to run exactly: ${scratchCommand} (an empty scratch folder in the working directory). Do not run anything else.`;
 }
-
-const SIMULATOR_ENDPOINT_ID = 'simulator';
 
 export async function qualifyCommand(args: string[]): Promise<number> {
   const { values } = parseCommand('qualify', args, (argv) =>
@@ -63,15 +62,7 @@ export async function qualifyCommand(args: string[]): Promise<number> {
   const identities = artifactIdentities();
 
   let simulator: HermesSimulator | undefined;
-  if (config === undefined) {
-    const apiKey = `hk_sim_${randomBytes(24).toString('hex')}`;
-    // Short intervals: the whole qualification of the simulator takes seconds.
-    simulator = await startHermesSimulator({ apiKey, profile, keepaliveMs: 1000, stepDelayMs: 5, streamLookupMs: 200 });
-    config = {
-      source: 'embedded simulator',
-      endpoints: [{ config: { id: SIMULATOR_ENDPOINT_ID, baseUrl: simulator.url, apiKey }, keySource: 'generated for the embedded simulator' }],
-    };
-  }
+  if (config === undefined) ({ simulator, config } = await startEmbeddedSimulator(profile));
 
   const interrupt = new AbortController();
   const stopListening = onInterrupt(() => interrupt.abort());
