@@ -1,11 +1,11 @@
 /**
  * The ledger's cost (issue #17, part 2): `run_start` through the connector with the memory,
  * SQLite and PostgreSQL ledgers, sequentially and with 64 in flight, each start with a fresh
- * idempotency key (claim, provider call, settle, run binding), against the same loopback server;
+ * idempotency key (claim, provider call, settle with the run binding), against the same loopback server;
  * and the latency of an idempotent replay (answered from the ledger, no provider call). The
  * ledgers take turns in interleaved rounds and every ratio pairs a durable ledger with the
  * memory ledger of the same round. "Statements alone" times the ledger calls a start makes
- * (claim, settle, recordRun) straight on the RunLedger, without HTTP: where a durable ledger
+ * (claim, then settle with the run binding) straight on the RunLedger, without HTTP: where a durable ledger
  * misses its target, this shows whether the database itself is the limit.
  *
  * PostgreSQL figures need HERMES_TEST_PG_URL (a fresh schema, dropped afterwards).
@@ -102,20 +102,21 @@ function statementsAlone(ledger: RunLedger): () => Promise<void> {
       expires_at: now + 86_400_000,
     });
     if (!claim.claimed) throw new Error('a fresh key was not claimed');
-    await ledger.settle(scope, 'bench', { action_id: key, status: 'completed', output: { run_id: 'run_bench', status: 'started' } } as never);
-    await ledger.recordRun({
-      action_id: key,
-      capability_id: START_CAPABILITY,
-      endpoint_id: ENDPOINT_ID,
-      tenant_id: null,
-      run_id: `run_${key}`,
-      session_id: 'bench',
-      credential_revision: null,
-      created_at: now,
-      updated_at: now,
-      last_status: 'started',
-      terminal_event: null,
-      evidence_lost: false,
+    await ledger.settle(scope, 'bench', { action_id: key, status: 'completed', output: { run_id: 'run_bench', status: 'started' } } as never, {
+      bind: {
+        action_id: key,
+        capability_id: START_CAPABILITY,
+        endpoint_id: ENDPOINT_ID,
+        tenant_id: null,
+        run_id: `run_${key}`,
+        session_id: 'bench',
+        credential_revision: null,
+        created_at: now,
+        updated_at: now,
+        last_status: 'started',
+        terminal_event: null,
+        evidence_lost: false,
+      },
     });
   };
 }

@@ -8,11 +8,11 @@ import { resolveConfig, type ResolvedConfig } from './config.js';
 import { HermesFailure, toProtocolError } from './failures.js';
 import { EndpointPools } from './transport/http.js';
 import { typedId } from './internal/ids.js';
-import { IdempotencyGuard } from './ledger/idempotency.js';
+import { type GuardedOutcome, IdempotencyGuard } from './ledger/idempotency.js';
 import { instrumentLedger } from './ledger/instrumented.js';
 import { isSettled } from './ledger/run-status.js';
 import { createMemoryLedger } from './ledger/memory.js';
-import type { IdempotencyScope, RunEvidence, RunLedger } from './ledger/types.js';
+import type { EvidenceWrite, IdempotencyScope, RunEvidence, RunLedger } from './ledger/types.js';
 import { connectorLogger, invocationLogger } from './internal/logger.js';
 import { OPERATIONS } from './operations/index.js';
 import { MAX_JSON_DEPTH, MAX_JSON_VALUES, plainJsonCopy, type NotPlainJson } from './internal/plain-json.js';
@@ -212,7 +212,8 @@ function admit(
 /** Operations whose contract requires a key reach Hermes at most once per (capability, key). */
 function dispatchOnce(deps: PipelineDeps, admitted: AdmittedAction): Promise<AipActionResult> {
   const { entry, action } = admitted;
-  if (entry.schemas.declaration.contract.idempotency.requirement !== 'required') return dispatch(deps, admitted);
+  if (entry.schemas.declaration.contract.idempotency.requirement !== 'required')
+    return dispatch(deps, admitted).then((dispatched) => keepEvidence(deps, admitted, dispatched));
   const fail = (failure: HermesFailure) => shapeResult(action.id, entry, failedOutcome(failure, true), undefined);
   const scope = { capability_id: entry.capability.id, idempotency_key: scopedKey(action.idempotency_key as string, admitted.context.tenantId) };
   return deps.guard
@@ -224,7 +225,7 @@ function dispatchOnce(deps: PipelineDeps, admitted: AdmittedAction): Promise<Aip
       signal: admitted.context.signal,
       execute: async () => {
         const refusal = await spendApproval(deps, admitted, scope);
-        return refusal ? fail(refusal) : dispatch(deps, admitted);
+        return refusal ? { result: fail(refusal) } : dispatch(deps, admitted);
       },
       fail,
     })
@@ -268,8 +269,8 @@ async function spendApproval(deps: PipelineDeps, admitted: AdmittedAction, scope
   });
 }
 
-/** One provider call through the operation, its output checked, its evidence kept. Never throws. */
-async function dispatch(deps: PipelineDeps, admitted: AdmittedAction): Promise<AipActionResult> {
+/** One provider call through the operation, its output checked; the result and the evidence to keep. Never throws. */
+async function dispatch(deps: PipelineDeps, admitted: AdmittedAction): Promise<GuardedOutcome> {
   const { config } = deps;
   const { entry, action } = admitted;
   let httpStatus: number | undefined;
@@ -299,23 +300,29 @@ async function dispatch(deps: PipelineDeps, admitted: AdmittedAction): Promise<A
   }
   const receipt = receiptFor(action, entry, httpStatus, admitted.startedAt, config.now(), outcome.output);
   const result = shapeResult(action.id, entry, outcome, receipt);
-  await keepEvidence(deps, admitted, result);
-  return result;
+  return { result, evidence: evidenceOf(deps, admitted, result) };
 }
 
-/** Binds a started run to its action, and updates a bound run from what a later result says. */
-async function keepEvidence(deps: PipelineDeps, { entry, action, input, context, logger }: AdmittedAction, result: AipActionResult): Promise<void> {
+/** What the result tells the ledger: a started run's binding, or news about a bound run. */
+function evidenceOf(deps: PipelineDeps, { entry, action, input, context }: AdmittedAction, result: AipActionResult): EvidenceWrite | undefined {
   const operation = OPERATIONS[entry.operation];
   const source = { endpoint: entry.endpoint, capabilityId: entry.capability.id, actionId: action.id, input, context, result, now: deps.config.now() };
+  const binding = operation.bindRun?.(source);
+  if (binding) return { bind: binding };
+  const patch = operation.learnAboutRun?.(source);
+  const run = { run_id: (input as { run_id: string }).run_id, endpoint_id: entry.endpoint.id, tenant_id: context.tenantId ?? null };
+  return patch ? { update: run, patch } : undefined;
+}
+
+/** Keeps the evidence of a call that has no idempotency record to store it with. */
+async function keepEvidence(deps: PipelineDeps, { logger }: AdmittedAction, { result, evidence }: GuardedOutcome): Promise<AipActionResult> {
   try {
-    const binding = operation.bindRun?.(source);
-    if (binding) await deps.ledger.recordRun(binding);
-    const patch = operation.learnAboutRun?.(source);
-    const run = { run_id: (input as { run_id: string }).run_id, endpoint_id: entry.endpoint.id, tenant_id: context.tenantId ?? null };
-    if (patch) await deps.ledger.updateRun(run, patch);
+    if (evidence && 'bind' in evidence) await deps.ledger.recordRun(evidence.bind);
+    else if (evidence) await deps.ledger.updateRun(evidence.update, evidence.patch);
   } catch (error) {
     logger.error({ err: errorName(error) }, 'run ledger failed to keep evidence');
   }
+  return result;
 }
 
 /** reconcile(): one status read per open binding; the pipeline records what it learns (404 → evidence lost). */

@@ -6,7 +6,16 @@ export { HERMES_PINNED_REVISION, CONNECTOR_PROFILE, USER_AGENT } from './interna
 export type * from './types.js';
 export { OPERATION_NAMES } from './types.js';
 export { createMemoryLedger, createSqliteLedger, createPostgresLedger, AmbiguousEvidenceError } from './ledger/index.js';
-export type { RunEvidence, RunLedger, RunRef, GrantUse, MemoryLedgerOptions, SqliteLedgerOptions, PostgresLedgerOptions } from './ledger/index.js';
+export type {
+  RunEvidence,
+  RunLedger,
+  RunRef,
+  GrantUse,
+  EvidenceWrite,
+  MemoryLedgerOptions,
+  SqliteLedgerOptions,
+  PostgresLedgerOptions,
+} from './ledger/index.js';
 export { createHermBridge, applyToolUpdate } from './bridge/index.js';
 export type { HermBridge, HermBridgeOptions, HermToolUseEvent, HermApprovalRequest, HermApprovalDecision, HermHistoryEvent } from './bridge/index.js';
 export type { BridgeJob } from './ledger/index.js';

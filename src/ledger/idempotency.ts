@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import { canonicalJson } from '../internal/canonical-json.js';
 import { HermesFailure } from '../failures.js';
 import type { AipActionResult } from '../types.js';
-import type { IdempotencyRecord, IdempotencyScope, RunLedger } from './types.js';
+import type { EvidenceWrite, IdempotencyRecord, IdempotencyScope, RunLedger } from './types.js';
 
 /** The contracts promise this: a key is honoured for 24 hours. */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
@@ -27,9 +27,15 @@ export interface GuardedCall {
   /** The caller's own deadline bounds how long it waits for a duplicate in flight. */
   deadline: number;
   signal: AbortSignal | undefined;
-  execute: () => Promise<AipActionResult>;
+  /** The provider call: its result, and the evidence to store with its outcome. */
+  execute: () => Promise<GuardedOutcome>;
   /** Shapes a failure the guard itself decides (conflict, unknown outcome, waiting ran out). */
   fail: (failure: HermesFailure) => AipActionResult;
+}
+
+export interface GuardedOutcome {
+  result: AipActionResult;
+  evidence?: EvidenceWrite | undefined;
 }
 
 /**
@@ -92,20 +98,21 @@ export class IdempotencyGuard {
       },
       Math.max(1, Math.floor(leaseMs / 3)),
     );
-    let result: AipActionResult;
+    let outcome: GuardedOutcome;
     try {
-      result = await call.execute();
+      outcome = await call.execute();
     } finally {
       clearInterval(renewal);
     }
+    const { result, evidence } = outcome;
     // Effects and uncertain outcomes are kept and replayed; an outcome where the provider
-    // certainly did nothing frees the key for another try.
+    // certainly did nothing frees the key for another try. The evidence goes in the same write.
     // If storing fails, the claim's lease runs out and later replays answer outcome_unknown: still honest.
     try {
       if (result.status === 'completed' || result.error?.details?.uncertain_outcome === true) {
-        await ledger.settle(call.scope, this.#owner, result);
+        await ledger.settle(call.scope, this.#owner, result, evidence);
       } else {
-        await ledger.release(call.scope, this.#owner);
+        await ledger.release(call.scope, this.#owner, evidence);
       }
     } catch (error) {
       this.#options.onLedgerError(error, 'store outcome');

@@ -14,4 +14,5 @@ export type {
   RunEvidencePatch,
   RunRef,
   GrantUse,
+  EvidenceWrite,
 } from './types.js';

@@ -11,6 +11,7 @@ import type {
   IdempotencyScope,
   RunEvidence,
   RunEvidencePatch,
+  EvidenceWrite,
   RunLedger,
   RunRef,
 } from './types.js';
@@ -67,6 +68,23 @@ export function createMemoryLedger(options: MemoryLedgerOptions = {}): RunLedger
     for (const [key, job] of jobs) if (job.state === 'done' && job.updated_at <= now - retentionMs) jobs.delete(key);
     for (const [key, use] of grants) if (use.expires_at <= now) grants.delete(key);
   };
+  const recordRun = (evidence: RunEvidence) => {
+    const key = bindingKey(evidence.tenant_id, evidence.action_id);
+    dropRun(key);
+    runs.set(key, copy(evidence));
+    index(evidence.action_id, key);
+    index(evidence.run_id, key);
+    // Maps iterate in insertion order: the first key is the oldest binding.
+    if (runs.size > maxRuns) dropRun(runs.keys().next().value as string);
+  };
+  const updateRun = (run: RunRef, patch: RunEvidencePatch) => {
+    for (const evidence of bindingsWith(run.run_id)) {
+      if (evidence.run_id !== run.run_id || evidence.endpoint_id !== run.endpoint_id || evidence.tenant_id !== run.tenant_id) continue;
+      if (!isSettled(evidence)) assignDefined(evidence, patch);
+      evidence.updated_at = patch.updated_at;
+    }
+  };
+  const writeEvidence = (write: EvidenceWrite) => ('bind' in write ? recordRun(write.bind) : updateRun(write.update, write.patch));
 
   return {
     kind: 'memory',
@@ -97,13 +115,14 @@ export function createMemoryLedger(options: MemoryLedgerOptions = {}): RunLedger
       if (record) record.lease_expires_at = leaseExpiresAt;
       return record !== undefined;
     },
-    async settle(scope, owner, result: AipActionResult) {
+    async settle(scope, owner, result: AipActionResult, evidence) {
       const record = owned(scope, owner);
-      if (!record) return;
-      Object.assign(record, { state: 'done', result: copy(result), lease_owner: null, lease_expires_at: null });
+      if (record) Object.assign(record, { state: 'done', result: copy(result), lease_owner: null, lease_expires_at: null });
+      if (evidence) writeEvidence(evidence);
     },
-    async release(scope, owner) {
+    async release(scope, owner, evidence) {
       if (owned(scope, owner)) records.delete(keyOf(scope));
+      if (evidence) writeEvidence(evidence);
     },
     async settleAbandoned(scope, now, result) {
       const record = records.get(keyOf(scope));
@@ -129,20 +148,10 @@ export function createMemoryLedger(options: MemoryLedgerOptions = {}): RunLedger
       return copy(standing);
     },
     async recordRun(evidence) {
-      const key = bindingKey(evidence.tenant_id, evidence.action_id);
-      dropRun(key);
-      runs.set(key, copy(evidence));
-      index(evidence.action_id, key);
-      index(evidence.run_id, key);
-      // Maps iterate in insertion order: the first key is the oldest binding.
-      if (runs.size > maxRuns) dropRun(runs.keys().next().value as string);
+      recordRun(evidence);
     },
-    async updateRun(run: RunRef, patch: RunEvidencePatch) {
-      for (const evidence of bindingsWith(run.run_id)) {
-        if (evidence.run_id !== run.run_id || evidence.endpoint_id !== run.endpoint_id || evidence.tenant_id !== run.tenant_id) continue;
-        if (!isSettled(evidence)) assignDefined(evidence, patch);
-        evidence.updated_at = patch.updated_at;
-      }
+    async updateRun(run, patch) {
+      updateRun(run, patch);
     },
     async evidence(actionIdOrRunId, tenantId) {
       const candidates = bindingsWith(actionIdOrRunId).filter((evidence) => tenantId === undefined || evidence.tenant_id === tenantId);

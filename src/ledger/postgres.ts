@@ -1,7 +1,8 @@
-import type { Pool as PgPool, PoolConfig } from 'pg';
+import type { DatabaseError, Pool as PgPool, PoolConfig, QueryResult } from 'pg';
 import { ConnectorConfigError } from '../config.js';
 import { MIGRATIONS_TABLE, pendingMigrations } from './migrations.js';
 import { loadOptional } from './optional-module.js';
+import { asError, type SqlStatement, type SqlUnit, type UnitOutcome } from './group-commit.js';
 import { createSqlLedger, type SqlExecutor, type SqlRow } from './sql-ledger.js';
 import type { RunLedger } from './types.js';
 
@@ -16,11 +17,17 @@ const MIGRATION_LOCK = 0x41495048; // 'AIPH'
 
 /** A ledger in PostgreSQL (pg 8), shared by several connector replicas. */
 export function createPostgresLedger(options: PostgresLedgerOptions): RunLedger {
+  return createSqlLedger('postgres', openPostgresExecutor(options));
+}
+
+/** The ledger's statements on a pg pool. */
+export function openPostgresExecutor(options: PostgresLedgerOptions): SqlExecutor {
   if (typeof options?.connectionString !== 'string' || options.connectionString === '') {
     throw new ConnectorConfigError('invalid_ledger', 'createPostgresLedger needs a `connectionString`');
   }
-  const pg = loadOptional<{ Pool: new (config: PoolConfig) => PgPool }>('pg', 'pg@8', 'createPostgresLedger');
-  const pool = new pg.Pool({ connectionString: options.connectionString, max: options.maxConnections ?? 10 });
+  const pg = loadOptional<PgModule>('pg', 'pg@8', 'createPostgresLedger');
+  const maxConnections = options.maxConnections ?? 10;
+  const pool = new pg.Pool({ connectionString: options.connectionString, max: maxConnections });
   // An idle client's error (server restart) must not crash the host; the next query reports it.
   pool.on('error', () => undefined);
 
@@ -56,14 +63,70 @@ export function createPostgresLedger(options: PostgresLedgerOptions): RunLedger 
     async all(sql, params) {
       return (await pool.query(numbered(sql), params)).rows as SqlRow[];
     },
-    async run(sql, params) {
-      return (await pool.query(numbered(sql), params)).rowCount ?? 0;
+    async commit(units) {
+      const only = units.length === 1 && units[0]?.length === 1 ? units[0][0] : undefined;
+      if (only) return [[(await pool.query(numbered(only.sql), only.params)).rowCount ?? 0]];
+      // Nothing was sent, or an ERROR (not FATAL) rolled the whole batch back: each unit is tried
+      // alone, in order, so one unit's failure stays its own. Anything else may have committed: it fails the batch.
+      const eachAlone = async (error: unknown) => {
+        if (units.length === 1) throw error;
+        const outcomes: UnitOutcome[] = [];
+        for (const unit of units) outcomes.push(await executor.commit([unit]).then((outcome) => outcome[0] as UnitOutcome, asError));
+        return outcomes;
+      };
+      let text: string;
+      try {
+        text = batchText(units, pg.escapeLiteral);
+      } catch (error) {
+        return eachAlone(error);
+      }
+      try {
+        // One simple-protocol query: one round trip, and PostgreSQL runs its statements as one
+        // implicit transaction, so the whole batch costs one commit.
+        return changesByUnit(units, await pool.query<SqlRow>(text));
+      } catch (error) {
+        if (error instanceof pg.DatabaseError && error.severity === 'ERROR') return eachAlone(error);
+        throw error;
+      }
     },
+    // Commits overlap on the server (and share its WAL flushes); meanwhile new writes gather for the next batch.
+    groupCommit: { maxInFlight: Math.max(1, Math.min(4, maxConnections)), maxBatch: 256 },
     async close() {
       if (!pool.ended) await pool.end();
     },
   };
-  return createSqlLedger('postgres', executor);
+  return executor;
+}
+
+interface PgModule {
+  Pool: new (config: PoolConfig) => PgPool;
+  DatabaseError: new (...args: never[]) => DatabaseError;
+  escapeLiteral(value: string): string;
+}
+
+/**
+ * The units as one multi-statement text, the parameters written as literals: strings through
+ * pg's escapeLiteral, numbers only when finite. (The simple protocol takes no parameters.)
+ */
+export function batchText(units: readonly SqlUnit[], escapeLiteral: (value: string) => string): string {
+  const literal = (value: unknown): string => {
+    if (value === null || value === undefined) return 'NULL';
+    if (typeof value === 'string') return escapeLiteral(value);
+    if (typeof value === 'number' && Number.isFinite(value)) return value < 0 ? `(${value})` : String(value);
+    throw new TypeError(`a ledger parameter of type ${typeof value} cannot be written as a SQL literal`);
+  };
+  const inline = ({ sql, params }: SqlStatement) => {
+    let index = 0;
+    return sql.replace(/\?/g, () => literal(params[index++]));
+  };
+  return units.flatMap((unit) => unit.map(inline)).join(';\n');
+}
+
+/** The rows each statement changed, unit by unit (one result per statement, in order). */
+function changesByUnit(units: readonly SqlUnit[], answer: QueryResult<SqlRow> | QueryResult<SqlRow>[]): UnitOutcome[] {
+  const results = Array.isArray(answer) ? answer : [answer];
+  let next = 0;
+  return units.map((unit) => unit.map(() => results[next++]?.rowCount ?? 0));
 }
 
 /** `?` placeholders as PostgreSQL's `$1, $2, …` (the ledger's SQL has no `?` inside literals). */

@@ -2,7 +2,19 @@ import type { AipActionResult } from '../types.js';
 import { pickEvidence } from './evidence.js';
 import { tenantScope } from './migrations.js';
 import { TERMINAL_STATUSES } from '../contract/hermes-vocabulary.js';
-import type { BridgeJob, ClaimRequest, GrantUse, IdempotencyRecord, IdempotencyScope, RunEvidence, RunLedger } from './types.js';
+import { type CommitBatch, GroupCommit, type GroupCommitOptions, type SqlStatement } from './group-commit.js';
+import type {
+  BridgeJob,
+  ClaimRequest,
+  EvidenceWrite,
+  GrantUse,
+  IdempotencyRecord,
+  IdempotencyScope,
+  RunEvidence,
+  RunEvidencePatch,
+  RunLedger,
+  RunRef,
+} from './types.js';
 
 export type SqlRow = Record<string, unknown>;
 
@@ -10,8 +22,10 @@ export type SqlRow = Record<string, unknown>;
 export interface SqlExecutor {
   migrate(): Promise<void>;
   all(sql: string, params: unknown[]): Promise<SqlRow[]>;
-  /** Runs a statement; resolves with the number of rows it changed. */
-  run(sql: string, params: unknown[]): Promise<number>;
+  /** Every write goes through here, batched by group commit. */
+  commit: CommitBatch;
+  /** How the backend's batches are best sized. */
+  groupCommit: GroupCommitOptions;
   close(): Promise<void>;
 }
 
@@ -29,15 +43,24 @@ const SETTLED = `(terminal_event IS NOT NULL OR last_status IN (${TERMINAL_LIST}
 const unlessSettled = (column: string) => `${column} = CASE WHEN ${SETTLED} THEN ${column} ELSE COALESCE(?, ${column}) END`;
 
 /**
- * A RunLedger over SQL shared by SQLite and PostgreSQL. Every method is one statement, so
- * each is atomic without a transaction; the claim is an upsert that only replaces an
- * expired record, which makes concurrent claims from several replicas safe.
+ * A RunLedger over SQL shared by SQLite and PostgreSQL. Every write is one statement, or (an
+ * outcome with its evidence) one unit committed atomically; concurrent writes share commits
+ * (group-commit.ts). The claim is an upsert that only replaces an expired record, which makes
+ * concurrent claims from several replicas safe.
  */
 export function createSqlLedger(kind: string, executor: SqlExecutor): RunLedger {
   const setUp = retryingSetUp(() => executor.migrate());
+  const writes = new GroupCommit(executor.commit, executor.groupCommit);
+  const statements = {
+    all: (sql: string, params: unknown[]) => executor.all(sql, params),
+    /** Runs one write; resolves with the number of rows it changed. */
+    run: async (sql: string, params: unknown[]) => ((await writes.write([{ sql, params }])) as [number])[0],
+    /** Runs the statements atomically. */
+    runTogether: (unit: SqlStatement[]) => writes.write(unit),
+  };
   const db = async () => {
     await setUp.ready();
-    return executor;
+    return statements;
   };
   const scopeParams = (scope: IdempotencyScope) => [scope.capability_id, scope.idempotency_key];
 
@@ -71,15 +94,20 @@ export function createSqlLedger(kind: string, executor: SqlExecutor): RunLedger 
       ]);
       return changed > 0;
     },
-    async settle(scope, owner, result: AipActionResult) {
-      await (await db()).run(
-        `UPDATE idempotency_records SET state = 'done', result = ?, lease_owner = NULL, lease_expires_at = NULL
+    async settle(scope, owner, result: AipActionResult, evidence) {
+      const settle = {
+        sql: `UPDATE idempotency_records SET state = 'done', result = ?, lease_owner = NULL, lease_expires_at = NULL
          WHERE ${SCOPE} AND state = 'in_flight' AND lease_owner = ?`,
-        [JSON.stringify(result), ...scopeParams(scope), owner],
-      );
+        params: [JSON.stringify(result), ...scopeParams(scope), owner],
+      };
+      await (await db()).runTogether(withEvidence(settle, evidence));
     },
-    async release(scope, owner) {
-      await (await db()).run(`DELETE FROM idempotency_records WHERE ${SCOPE} AND state = 'in_flight' AND lease_owner = ?`, [...scopeParams(scope), owner]);
+    async release(scope, owner, evidence) {
+      const release = {
+        sql: `DELETE FROM idempotency_records WHERE ${SCOPE} AND state = 'in_flight' AND lease_owner = ?`,
+        params: [...scopeParams(scope), owner],
+      };
+      await (await db()).runTogether(withEvidence(release, evidence));
     },
     async settleAbandoned(scope, now, result) {
       const changed = await (await db()).run(
@@ -108,43 +136,12 @@ export function createSqlLedger(kind: string, executor: SqlExecutor): RunLedger 
       return rows[0] ? toGrantUse(rows[0]) : use;
     },
     async recordRun(evidence) {
-      await (await db()).run(
-        `INSERT INTO run_bindings (tenant_scope, ${RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-         ON CONFLICT (tenant_scope, action_id) DO UPDATE SET capability_id = excluded.capability_id, endpoint_id = excluded.endpoint_id,
-           run_id = excluded.run_id, session_id = excluded.session_id, credential_revision = excluded.credential_revision,
-           created_at = excluded.created_at, updated_at = excluded.updated_at, last_status = excluded.last_status,
-           terminal_event = excluded.terminal_event, evidence_lost = excluded.evidence_lost`,
-        [
-          tenantScope(evidence.tenant_id),
-          evidence.action_id,
-          evidence.capability_id,
-          evidence.endpoint_id,
-          evidence.tenant_id,
-          evidence.run_id,
-          evidence.session_id,
-          evidence.credential_revision,
-          evidence.created_at,
-          evidence.updated_at,
-          evidence.last_status,
-          evidence.terminal_event,
-          evidence.evidence_lost ? 1 : 0,
-        ],
-      );
+      const { sql, params } = recordRunStatement(evidence);
+      await (await db()).run(sql, params);
     },
     async updateRun(run, patch) {
-      await (await db()).run(
-        `UPDATE run_bindings SET updated_at = ?, ${unlessSettled('last_status')}, ${unlessSettled('terminal_event')}, ${unlessSettled('evidence_lost')}
-         WHERE run_id = ? AND endpoint_id = ? AND tenant_scope = ?`,
-        [
-          patch.updated_at,
-          patch.last_status ?? null,
-          patch.terminal_event ?? null,
-          patch.evidence_lost === undefined ? null : Number(patch.evidence_lost),
-          run.run_id,
-          run.endpoint_id,
-          tenantScope(run.tenant_id),
-        ],
-      );
+      const { sql, params } = updateRunStatement(run, patch);
+      await (await db()).run(sql, params);
     },
     async evidence(actionIdOrRunId, tenantId) {
       const scoped = tenantId === undefined ? '' : ' AND tenant_scope = ?';
@@ -223,8 +220,55 @@ export function createSqlLedger(kind: string, executor: SqlExecutor): RunLedger 
     },
     async close() {
       await setUp.settled();
+      await writes.drained();
       await executor.close();
     },
+  };
+}
+
+const withEvidence = (statement: SqlStatement, evidence: EvidenceWrite | undefined): SqlStatement[] =>
+  evidence === undefined
+    ? [statement]
+    : [statement, 'bind' in evidence ? recordRunStatement(evidence.bind) : updateRunStatement(evidence.update, evidence.patch)];
+
+function recordRunStatement(evidence: RunEvidence): SqlStatement {
+  return {
+    sql: `INSERT INTO run_bindings (tenant_scope, ${RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (tenant_scope, action_id) DO UPDATE SET capability_id = excluded.capability_id, endpoint_id = excluded.endpoint_id,
+           run_id = excluded.run_id, session_id = excluded.session_id, credential_revision = excluded.credential_revision,
+           created_at = excluded.created_at, updated_at = excluded.updated_at, last_status = excluded.last_status,
+           terminal_event = excluded.terminal_event, evidence_lost = excluded.evidence_lost`,
+    params: [
+      tenantScope(evidence.tenant_id),
+      evidence.action_id,
+      evidence.capability_id,
+      evidence.endpoint_id,
+      evidence.tenant_id,
+      evidence.run_id,
+      evidence.session_id,
+      evidence.credential_revision,
+      evidence.created_at,
+      evidence.updated_at,
+      evidence.last_status,
+      evidence.terminal_event,
+      evidence.evidence_lost ? 1 : 0,
+    ],
+  };
+}
+
+function updateRunStatement(run: RunRef, patch: RunEvidencePatch): SqlStatement {
+  return {
+    sql: `UPDATE run_bindings SET updated_at = ?, ${unlessSettled('last_status')}, ${unlessSettled('terminal_event')}, ${unlessSettled('evidence_lost')}
+         WHERE run_id = ? AND endpoint_id = ? AND tenant_scope = ?`,
+    params: [
+      patch.updated_at,
+      patch.last_status ?? null,
+      patch.terminal_event ?? null,
+      patch.evidence_lost === undefined ? null : Number(patch.evidence_lost),
+      run.run_id,
+      run.endpoint_id,
+      tenantScope(run.tenant_id),
+    ],
   };
 }
 

@@ -2,6 +2,7 @@ import type BetterSqlite3 from 'better-sqlite3';
 import { ConnectorConfigError } from '../config.js';
 import { MIGRATIONS_TABLE, pendingMigrations } from './migrations.js';
 import { loadOptional } from './optional-module.js';
+import { asError, type SqlUnit, type UnitOutcome } from './group-commit.js';
 import { createSqlLedger, type SqlExecutor, type SqlRow } from './sql-ledger.js';
 import type { RunLedger } from './types.js';
 
@@ -12,6 +13,11 @@ export interface SqliteLedgerOptions {
 
 /** A durable ledger in one SQLite file (better-sqlite3 12): the embedded default for a single host. */
 export function createSqliteLedger(options: SqliteLedgerOptions): RunLedger {
+  return createSqlLedger('sqlite', openSqliteExecutor(options));
+}
+
+/** The ledger's statements on one better-sqlite3 connection. */
+export function openSqliteExecutor(options: SqliteLedgerOptions): SqlExecutor {
   if (typeof options?.path !== 'string' || options.path === '') {
     throw new ConnectorConfigError('invalid_ledger', 'createSqliteLedger needs a `path`');
   }
@@ -29,6 +35,21 @@ export function createSqliteLedger(options: SqliteLedgerOptions): RunLedger {
     }
     return statement;
   };
+  const runUnit = (unit: SqlUnit) => unit.map((statement) => prepare(statement.sql).run(...statement.params).changes);
+  // Called inside the batch's transaction, better-sqlite3 makes this a SAVEPOINT: a failing unit
+  // is undone alone.
+  const unitTransaction = db.transaction(runUnit);
+  const batchTransaction = db.transaction((units: readonly SqlUnit[]) =>
+    units.map((unit): UnitOutcome => {
+      try {
+        return unitTransaction(unit);
+      } catch (error) {
+        // Some errors (a full disk, I/O) make SQLite roll back the whole transaction: then every unit failed.
+        if (!db.inTransaction) throw error;
+        return asError(error);
+      }
+    }),
+  );
 
   const executor: SqlExecutor = {
     async migrate() {
@@ -45,12 +66,15 @@ export function createSqliteLedger(options: SqliteLedgerOptions): RunLedger {
     async all(sql, params) {
       return prepare(sql).all(...params) as SqlRow[];
     },
-    async run(sql, params) {
-      return prepare(sql).run(...params).changes;
+    // IMMEDIATE: the write lock is taken at BEGIN, so a batch never fails half-way on another process's lock.
+    async commit(units) {
+      return batchTransaction.immediate(units);
     },
+    // Synchronous: a batch is committed before the next one can start.
+    groupCommit: { maxInFlight: 1, maxBatch: 256 },
     async close() {
       if (db.open) db.close();
     },
   };
-  return createSqlLedger('sqlite', executor);
+  return executor;
 }

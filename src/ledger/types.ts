@@ -71,6 +71,13 @@ export interface GrantUse extends IdempotencyScope {
   expires_at: number;
 }
 
+/**
+ * What a finished call leaves about its run besides its idempotency record: a new binding
+ * (`run_start`), or what a later result says about a bound run. Stored in the same
+ * transaction as the record, so a start costs the ledger one write after the provider call.
+ */
+export type EvidenceWrite = { bind: RunEvidence } | { update: RunRef; patch: RunEvidencePatch };
+
 /** An idempotency scope: the capability and the caller's key. */
 export interface IdempotencyScope {
   capability_id: string;
@@ -113,10 +120,16 @@ export interface RunLedger {
   get(scope: IdempotencyScope, now: number): Promise<IdempotencyRecord | undefined>;
   /** Extends the owner's lease; false when the claim is no longer the owner's. */
   renewLease(scope: IdempotencyScope, owner: string, leaseExpiresAt: number): Promise<boolean>;
-  /** Stores the outcome of the owner's claim. */
-  settle(scope: IdempotencyScope, owner: string, result: AipActionResult): Promise<void>;
-  /** Drops the owner's claim: the provider certainly did nothing, so the key may be used again. */
-  release(scope: IdempotencyScope, owner: string): Promise<void>;
+  /**
+   * Stores the outcome of the owner's claim and, in the same transaction, the call's evidence
+   * (written whether or not the claim is still the owner's: a run Hermes started is a fact).
+   */
+  settle(scope: IdempotencyScope, owner: string, result: AipActionResult, evidence?: EvidenceWrite): Promise<void>;
+  /**
+   * Drops the owner's claim (the provider certainly did nothing, so the key may be used again)
+   * and, in the same transaction, writes the call's evidence (a 404 learns the run is gone).
+   */
+  release(scope: IdempotencyScope, owner: string, evidence?: EvidenceWrite): Promise<void>;
   /** Settles a claim whose owner's lease expired before `now` with `result`; false when it was not such a claim. */
   settleAbandoned(scope: IdempotencyScope, now: number, result: AipActionResult): Promise<boolean>;
   /** Deletes idempotency records and grant uses whose time-to-live passed; returns how many records. */

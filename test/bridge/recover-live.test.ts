@@ -12,18 +12,18 @@ import { acceptedFinals, bridgeEnvFactory, callTool, hermesRunRequests, newSessi
 
 const startEnv = bridgeEnvFactory();
 
-/** A ledger whose `recordRun` (the connector keeping a started run's binding) waits until released. */
+/** A ledger whose `settle` (the connector storing a started run's outcome and binding) waits until released. */
 function gatedLedger(inner: RunLedger) {
   let release!: () => void;
   const opened = new Promise<void>((resolve) => (release = resolve));
   let reached = false;
   const ledger = new Proxy(inner, {
     get(target, property) {
-      if (property === 'recordRun') {
-        return async (...args: Parameters<RunLedger['recordRun']>) => {
+      if (property === 'settle') {
+        return async (...args: Parameters<RunLedger['settle']>) => {
           reached = true;
           await opened;
-          return target.recordRun(...args);
+          return target.settle(...args);
         };
       }
       const value: unknown = Reflect.get(target, property, target);

@@ -244,6 +244,62 @@ describe.each(LEDGER_BACKENDS)('RunLedger contract: $name', (backend) => {
     });
   });
 
+  describe('an outcome stored with its evidence', () => {
+    it('settle with a binding: the result is stored and the run is bound, by action id and by run id', async () => {
+      const ledger = await fresh();
+      const request = claimOf();
+      await ledger.claim(request);
+      const binding = evidenceOf({ action_id: request.action_id });
+      const result = resultOf(request.action_id, binding.run_id);
+      await ledger.settle(request, 'owner-a', result, { bind: binding });
+      expect((await ledger.get(request, T0))?.result).toEqual(result);
+      expect(await ledger.evidence(request.action_id, binding.tenant_id)).toEqual(binding);
+      expect(await ledger.evidence(binding.run_id, binding.tenant_id)).toEqual(binding);
+    });
+
+    it('settle by another owner stores no result but still binds the run: a run Hermes started is a fact', async () => {
+      const ledger = await fresh();
+      const request = claimOf();
+      await ledger.claim(request);
+      const binding = evidenceOf({ action_id: request.action_id });
+      await ledger.settle(request, 'owner-b', resultOf(request.action_id), { bind: binding });
+      expect(await ledger.get(request, T0)).toEqual(inFlightRecord(request));
+      expect(await ledger.evidence(request.action_id, binding.tenant_id)).toEqual(binding);
+    });
+
+    it('settle with an update patches the bound run; release with an update drops the claim and patches it', async () => {
+      const ledger = await fresh();
+      const binding = evidenceOf();
+      await ledger.recordRun(binding);
+      const run = { run_id: binding.run_id, endpoint_id: binding.endpoint_id, tenant_id: binding.tenant_id };
+      const stop = claimOf({ capability_id: 'cap:hermes_agent:local:run_stop' });
+      await ledger.claim(stop);
+      await ledger.settle(stop, 'owner-a', resultOf(stop.action_id), { update: run, patch: { last_status: 'stopping', updated_at: T0 + 1 } });
+      expect(await ledger.evidence(binding.action_id, binding.tenant_id)).toEqual({ ...binding, last_status: 'stopping', updated_at: T0 + 1 });
+      const gone = claimOf({ capability_id: 'cap:hermes_agent:local:run_stop' });
+      await ledger.claim(gone);
+      await ledger.release(gone, 'owner-a', { update: run, patch: { evidence_lost: true, updated_at: T0 + 2 } });
+      expect(await ledger.get(gone, T0)).toBeUndefined();
+      expect(await ledger.evidence(binding.action_id, binding.tenant_id)).toEqual({
+        ...binding,
+        last_status: 'stopping',
+        evidence_lost: true,
+        updated_at: T0 + 2,
+      });
+    });
+
+    it.runIf(backend.durable)('atomic: when the evidence cannot be written, the outcome is not stored either', async () => {
+      const ledger = await fresh();
+      const request = claimOf();
+      await ledger.claim(request);
+      // run_id is NOT NULL in the schema: the binding's statement fails inside the unit.
+      const broken = { ...evidenceOf({ action_id: request.action_id }), run_id: null } as unknown as RunEvidence;
+      await expect(ledger.settle(request, 'owner-a', resultOf(request.action_id), { bind: broken })).rejects.toThrow();
+      expect(await ledger.get(request, T0)).toEqual(inFlightRecord(request));
+      expect(await ledger.evidence(request.action_id, broken.tenant_id)).toBeNull();
+    });
+  });
+
   describe('settleAbandoned', () => {
     const abandonedResult = (actionId: string): AipActionResult => ({
       action_id: actionId,

@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { createPostgresLedger } from 'aip-connector-hermes-agent';
 import { createSqlLedger, type SqlExecutor } from '../../src/ledger/sql-ledger.js';
+import type { SqlUnit } from '../../src/ledger/group-commit.js';
 import { eventually, harnessFactory, nextId } from '../helpers/harness.js';
 import { PG_URL, createPgSchema } from '../helpers/ledgers.js';
 
@@ -23,7 +24,8 @@ function flakyExecutor(failures: number): SqlExecutor & { migrations: number } {
       if (executor.migrations <= failures) throw new Error('connect ECONNREFUSED');
     },
     all: async () => [],
-    run: async () => 1,
+    commit: async (units: readonly SqlUnit[]) => units.map((unit) => unit.map(() => 1)),
+    groupCommit: { maxInFlight: 1, maxBatch: 16 },
     close: async () => undefined,
   };
   return executor;
