@@ -3,12 +3,13 @@
  * torture.ts. Prints one line per round on stderr and the JSON summary on stdout; exit code 0
  * only when no invariant was violated.
  *
- * Other options: --pg-restarts N (restart the PostgreSQL server N times mid-run; needs root and
- * HERMES_TORTURE_PG_RESTART=1 or CI, since it disturbs every other user of the server),
+ * Other options: --pg-restarts N (restart the PostgreSQL cluster N times mid-run; needs root and
+ * HERMES_TORTURE_PG_RESTART=1 or CI, since it disturbs every other user of that cluster),
  * --broken-ledger claim-always (a ledger whose claim ignores every lease: the run must fail).
- * PostgreSQL needs HERMES_TEST_PG_URL.
+ * PostgreSQL needs HERMES_TORTURE_PG_URL (a cluster of the torture's own, as .ci/run makes) or
+ * HERMES_TEST_PG_URL.
  */
-import { readdirSync } from 'node:fs';
+import { clusterRestartCommand } from './pg-cluster.js';
 import { runTorture, type TortureOptions } from './torture.js';
 
 function argument(name: string): string | undefined {
@@ -29,15 +30,12 @@ function integer(name: string, fallback: number): number {
   return value;
 }
 
-/** The packaged cluster's restart command, only where restarting the server is allowed. */
-function pgRestartCommand(restarts: number): string[] | undefined {
-  if (restarts === 0) return undefined;
+/** The restart command of the cluster behind `url`, only where restarting the server is allowed. */
+function pgRestartCommand(restarts: number, url: string | undefined): string[] | undefined {
+  if (restarts === 0 || url === undefined) return undefined;
   const allowed = process.env.HERMES_TORTURE_PG_RESTART === '1' || Boolean(process.env.CI);
   if (!allowed || process.getuid?.() !== 0) usage('--pg-restarts needs root and HERMES_TORTURE_PG_RESTART=1 (or CI)');
-  const version = readdirSync('/usr/lib/postgresql')
-    .sort((a, b) => Number(a) - Number(b))
-    .pop();
-  return ['pg_ctlcluster', String(version), 'main', 'restart'];
+  return clusterRestartCommand(url);
 }
 
 const ledger = argument('ledger') ?? 'sqlite';
@@ -45,17 +43,19 @@ if (ledger !== 'sqlite' && ledger !== 'postgres') usage('--ledger must be sqlite
 const broken = argument('broken-ledger');
 if (broken !== undefined && broken !== 'claim-always') usage('--broken-ledger must be claim-always');
 const pgRestarts = integer('pg-restarts', 0);
+// A cluster of the torture's own, when there is one: its restarts disturb nobody else.
+const pgUrl = process.env.HERMES_TORTURE_PG_URL ?? process.env.HERMES_TEST_PG_URL;
 const options: TortureOptions = {
   kills: integer('kills', 100),
   ledger,
   seed: integer('seed', 20260517),
-  pgUrl: process.env.HERMES_TEST_PG_URL,
+  pgUrl,
   pgRestarts,
-  pgRestartCommand: pgRestartCommand(pgRestarts),
+  pgRestartCommand: pgRestartCommand(pgRestarts, pgUrl),
   brokenLedger: broken,
   log: (line) => console.error(line),
 };
-if (ledger === 'postgres' && !options.pgUrl) usage('--ledger postgres needs HERMES_TEST_PG_URL');
+if (ledger === 'postgres' && !options.pgUrl) usage('--ledger postgres needs HERMES_TORTURE_PG_URL or HERMES_TEST_PG_URL');
 
 const summary = await runTorture(options);
 console.log(JSON.stringify(summary, null, 2));

@@ -180,14 +180,19 @@ function childConfig(world: World): ChildConfig {
 
 /**
  * The fault of a round: a kill (random or targeted), or with PostgreSQL sometimes a database fault
- * instead, and always one until a database fault has landed on a running child (a child that
- * finishes its plan first takes none), so that every PostgreSQL torture exercises one.
+ * instead, and always one while a fault is still owed (no backend ended yet on a running child, or
+ * fewer server restarts than asked for; a child that finishes its plan first takes none), so that
+ * every PostgreSQL torture exercises both.
  */
-function chooseMoment(world: World, random: () => number, restartsLeft: number, faultsLanded: number): Moment {
-  const databaseRound = random() < 0.25 || faultsLanded === 0;
-  if (world.options.ledger === 'postgres' && databaseRound) return restartsLeft > 0 && random() < 0.5 ? 'pg-restart' : 'pg-terminate';
-  return random() < 0.4 ? 'random' : pick(random, TARGETED);
+function chooseMoment(world: World, random: () => number, faults: TortureSummary['pg_faults']): Moment {
+  if (world.options.ledger !== 'postgres') return killMoment(random);
+  const restartsOwed = faults.server_restarts < (world.options.pgRestarts ?? 0);
+  const terminateOwed = faults.backends_terminated === 0;
+  if (!(random() < 0.25 || restartsOwed || terminateOwed)) return killMoment(random);
+  return restartsOwed && (!terminateOwed || random() < 0.5) ? 'pg-restart' : 'pg-terminate';
 }
+
+const killMoment = (random: () => number): Moment => (random() < 0.4 ? 'random' : pick(random, TARGETED));
 
 /** Arms the fault of the round; resolves when the child should be killed (never for database faults, which act by themselves). */
 function armKill(world: World, moment: Moment, random: () => number, incarnation: Incarnation, faults: TortureSummary['pg_faults']): Promise<void> {
@@ -259,11 +264,9 @@ export async function runTorture(options: TortureOptions): Promise<TortureSummar
   const settled = new Map<string, string>();
   const observed = { hermes: world.hermes, herm: world.herm, plan: world.plan, store: world.store };
   try {
-    let restartsLeft = options.pgRestarts ?? 0;
     while (summary.kills < options.kills && summary.rounds < options.kills * MAX_ROUNDS_PER_KILL && summary.violations.length === 0) {
       growPlan(world, random, summary.rounds++);
-      const moment = chooseMoment(world, random, restartsLeft, summary.pg_faults.rounds);
-      if (moment === 'pg-restart') restartsLeft--;
+      const moment = chooseMoment(world, random, summary.pg_faults);
       const incarnation = spawnChild(childConfig(world));
       const outcome = await Promise.race([
         armKill(world, moment, random, incarnation, summary.pg_faults).then(() => 'kill' as const),
