@@ -1,4 +1,4 @@
-import type { DatabaseError, Pool as PgPool, PoolConfig, QueryResult } from 'pg';
+import type { DatabaseError, Pool as PgPool, PoolClient, PoolConfig, QueryResult } from 'pg';
 import { ConnectorConfigError } from '../config.js';
 import { MIGRATIONS_TABLE, pendingMigrations } from './migrations.js';
 import { loadOptional } from './optional-module.js';
@@ -31,41 +31,79 @@ export function openPostgresExecutor(options: PostgresLedgerOptions): SqlExecuto
   // An idle client's error (server restart) must not crash the host; the next query reports it.
   pool.on('error', () => undefined);
 
+  // A checked-out client has no pool listener: a backend ended under it (pg_terminate_backend, a
+  // restart) must fail the work in progress, not crash the host; the broken connection is destroyed
+  // rather than returned to the pool.
+  const withClient = async <T>(work: (client: PoolClient) => Promise<T>): Promise<T> => {
+    const client = await pool.connect();
+    let broken: Error | undefined;
+    const onError = (error: Error) => {
+      broken = error;
+    };
+    client.on('error', onError);
+    try {
+      return await work(client);
+    } finally {
+      client.off('error', onError);
+      client.release(broken);
+    }
+  };
+
+  // Every statement the ledger runs is parsed and planned once per connection: through the
+  // protocol for single statements and reads, and with SQL PREPARE for the batches' EXECUTEs.
+  const statementNames = new Map<string, string>();
+  const statementTexts = new Map<string, string>();
+  const nameOf = (sql: string) => {
+    let name = statementNames.get(sql);
+    if (!name) {
+      name = `aip_ledger_${statementNames.size + 1}`;
+      statementNames.set(sql, name);
+      statementTexts.set(name, numbered(sql));
+    }
+    return name;
+  };
+  const query = (sql: string, params: unknown[]) => pool.query<SqlRow>({ name: `${nameOf(sql)}_q`, text: numbered(sql), values: params });
+  const preparedOn = new WeakMap<PoolClient, Set<string>>();
+  const runBatch = (names: string[], text: string) =>
+    withClient(async (client) => {
+      const prepared = preparedOn.get(client) ?? new Set<string>();
+      preparedOn.set(client, prepared);
+      // One at a time, each remembered once it exists: the set never disagrees with the session.
+      for (const name of new Set(names)) {
+        if (prepared.has(name)) continue;
+        await client.query(`PREPARE ${name} AS ${statementTexts.get(name)}`);
+        prepared.add(name);
+      }
+      // One simple-protocol query: one round trip, and PostgreSQL runs its statements as one
+      // implicit transaction, so the whole batch costs one commit.
+      return client.query<SqlRow>(text);
+    });
+
   const executor: SqlExecutor = {
     async migrate() {
-      const client = await pool.connect();
-      // A checked-out client has no pool listener: a backend ended under it (pg_terminate_backend, a
-      // restart) must fail the set-up through the query in progress, not crash the host.
-      let broken: Error | undefined;
-      const onError = (error: Error) => {
-        broken = error;
-      };
-      client.on('error', onError);
-      try {
-        await client.query('BEGIN');
-        await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
-        await client.query(MIGRATIONS_TABLE);
-        const applied = await client.query<{ version: number }>('SELECT version FROM ledger_schema_migrations');
-        for (const migration of pendingMigrations(applied.rows.map((row) => Number(row.version)))) {
-          for (const statement of migration.statements) await client.query(statement);
-          await client.query('INSERT INTO ledger_schema_migrations (version, applied_at) VALUES ($1, $2)', [migration.version, Date.now()]);
+      await withClient(async (client) => {
+        try {
+          await client.query('BEGIN');
+          await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
+          await client.query(MIGRATIONS_TABLE);
+          const applied = await client.query<{ version: number }>('SELECT version FROM ledger_schema_migrations');
+          for (const migration of pendingMigrations(applied.rows.map((row) => Number(row.version)))) {
+            for (const statement of migration.statements) await client.query(statement);
+            await client.query('INSERT INTO ledger_schema_migrations (version, applied_at) VALUES ($1, $2)', [migration.version, Date.now()]);
+          }
+          await client.query('COMMIT');
+        } catch (error) {
+          await client.query('ROLLBACK').catch(() => undefined);
+          throw error;
         }
-        await client.query('COMMIT');
-      } catch (error) {
-        await client.query('ROLLBACK').catch(() => undefined);
-        throw error;
-      } finally {
-        client.off('error', onError);
-        // A broken connection is destroyed rather than returned to the pool.
-        client.release(broken);
-      }
+      });
     },
     async all(sql, params) {
-      return (await pool.query(numbered(sql), params)).rows as SqlRow[];
+      return (await query(sql, params)).rows;
     },
     async commit(units) {
       const only = units.length === 1 && units[0]?.length === 1 ? units[0][0] : undefined;
-      if (only) return [[(await pool.query(numbered(only.sql), only.params)).rowCount ?? 0]];
+      if (only) return [[(await query(only.sql, only.params)).rowCount ?? 0]];
       // Nothing was sent, or an ERROR (not FATAL) rolled the whole batch back: each unit is tried
       // alone, in order, so one unit's failure stays its own. Anything else may have committed: it fails the batch.
       const eachAlone = async (error: unknown) => {
@@ -74,16 +112,16 @@ export function openPostgresExecutor(options: PostgresLedgerOptions): SqlExecuto
         for (const unit of units) outcomes.push(await executor.commit([unit]).then((outcome) => outcome[0] as UnitOutcome, asError));
         return outcomes;
       };
+      const statements = units.flat();
+      const names = statements.map((statement) => nameOf(statement.sql));
       let text: string;
       try {
-        text = batchText(units, pg.escapeLiteral);
+        text = statements.map((statement, index) => executeText(statement, names[index] as string, pg.escapeLiteral)).join(';\n');
       } catch (error) {
         return eachAlone(error);
       }
       try {
-        // One simple-protocol query: one round trip, and PostgreSQL runs its statements as one
-        // implicit transaction, so the whole batch costs one commit.
-        return changesByUnit(units, await pool.query<SqlRow>(text));
+        return changesByUnit(units, await runBatch(names, text));
       } catch (error) {
         if (error instanceof pg.DatabaseError && error.severity === 'ERROR') return eachAlone(error);
         throw error;
@@ -105,21 +143,18 @@ interface PgModule {
 }
 
 /**
- * The units as one multi-statement text, the parameters written as literals: strings through
- * pg's escapeLiteral, numbers only when finite. (The simple protocol takes no parameters.)
+ * `EXECUTE name(...)` of a prepared statement, its parameters written as literals: strings
+ * through pg's escapeLiteral, numbers only when finite, anything else a TypeError. (A
+ * multi-statement query goes through the simple protocol, which takes no parameters.)
  */
-export function batchText(units: readonly SqlUnit[], escapeLiteral: (value: string) => string): string {
+export function executeText({ params }: SqlStatement, name: string, escapeLiteral: (value: string) => string): string {
   const literal = (value: unknown): string => {
     if (value === null || value === undefined) return 'NULL';
     if (typeof value === 'string') return escapeLiteral(value);
     if (typeof value === 'number' && Number.isFinite(value)) return value < 0 ? `(${value})` : String(value);
     throw new TypeError(`a ledger parameter of type ${typeof value} cannot be written as a SQL literal`);
   };
-  const inline = ({ sql, params }: SqlStatement) => {
-    let index = 0;
-    return sql.replace(/\?/g, () => literal(params[index++]));
-  };
-  return units.flatMap((unit) => unit.map(inline)).join(';\n');
+  return params.length === 0 ? `EXECUTE ${name}` : `EXECUTE ${name}(${params.map(literal).join(', ')})`;
 }
 
 /** The rows each statement changed, unit by unit (one result per statement, in order). */

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { SqlUnit } from '../../src/ledger/group-commit.js';
 import pg from 'pg';
-import { batchText, openPostgresExecutor } from '../../src/ledger/postgres.js';
+import { executeText, openPostgresExecutor } from '../../src/ledger/postgres.js';
 import { createSqlLedger, type SqlExecutor } from '../../src/ledger/sql-ledger.js';
 import { openSqliteExecutor } from '../../src/ledger/sqlite.js';
 import { PG_URL, createPgSchema } from '../helpers/ledgers.js';
@@ -176,15 +176,16 @@ describe.each(BACKENDS)('batch commits: $name', (backend) => {
 
 describe.runIf(PG_URL)('PostgreSQL batch text', () => {
   // The executor falls back to parameters when a batch fails, which would hide a bad literal:
-  // here the text itself must run, as one query, and store every value exactly.
+  // here the EXECUTE text itself must run, as one query, and store every value exactly.
   it('writes every hostile value as a literal PostgreSQL reads back exactly, in one query', async () => {
     const schema = await createPgSchema('aip_batch_text');
     const client = new pg.Client({ connectionString: schema.connectionString });
     await client.connect();
     try {
       await client.query(TABLE);
-      const units = HOSTILE.map((note, index) => [insert(`row${String(index).padStart(2, '0')}`, note, EDGE_NUMBER(index))]);
-      const results = await client.query(batchText(units, pg.escapeLiteral));
+      await client.query('PREPARE hostile_insert AS INSERT INTO batch_rows (id, note, amount) VALUES ($1, $2, $3)');
+      const statements = HOSTILE.map((note, index) => insert(`row${String(index).padStart(2, '0')}`, note, EDGE_NUMBER(index)));
+      const results = await client.query(statements.map((statement) => executeText(statement, 'hostile_insert', pg.escapeLiteral)).join(';\n'));
       expect(Array.isArray(results) ? results.map((result) => result.rowCount) : []).toEqual(HOSTILE.map(() => 1));
       const rows = await client.query('SELECT note, amount FROM batch_rows ORDER BY id');
       expect(rows.rows.map((row) => row.note)).toEqual(HOSTILE);
@@ -197,7 +198,7 @@ describe.runIf(PG_URL)('PostgreSQL batch text', () => {
 
   it('refuses a value no literal can hold (NaN, Infinity, an object) rather than guess', () => {
     for (const value of [Number.NaN, Number.POSITIVE_INFINITY, { toString: () => '1' }, true]) {
-      expect(() => batchText([[insert('a', 'x', value as number)]], pg.escapeLiteral)).toThrow(TypeError);
+      expect(() => executeText(insert('a', 'x', value as number), 'any', pg.escapeLiteral)).toThrow(TypeError);
     }
   });
 });
