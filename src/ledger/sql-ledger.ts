@@ -45,8 +45,8 @@ const unlessSettled = (column: string) => `${column} = CASE WHEN ${SETTLED} THEN
 /**
  * A RunLedger over SQL shared by SQLite and PostgreSQL. Every write is one statement, or (an
  * outcome with its evidence) one unit committed atomically; concurrent writes share commits
- * (group-commit.ts). The claim is an upsert that only replaces an expired record, which makes
- * concurrent claims from several replicas safe.
+ * (group-commit.ts). A claim inserts the key, or replaces an expired record with an UPDATE
+ * that re-checks the expiry, which makes concurrent claims from several replicas safe.
  */
 export function createSqlLedger(kind: string, executor: SqlExecutor): RunLedger {
   const setUp = retryingSetUp(() => executor.migrate());
@@ -68,19 +68,24 @@ export function createSqlLedger(kind: string, executor: SqlExecutor): RunLedger 
     kind,
     async claim(request: ClaimRequest) {
       const sql = await db();
-      const changed = await sql.run(
+      // DO NOTHING, not DO UPDATE: a key already in use (a replay, a duplicate waiting for the
+      // first) is read without locking its row, which on PostgreSQL would cost a WAL flush.
+      const inserted = await sql.run(
         `INSERT INTO idempotency_records (${RECORD_COLUMNS}) VALUES (?, ?, ?, ?, 'in_flight', NULL, ?, ?, ?, ?)
-         ON CONFLICT (capability_id, idempotency_key) DO UPDATE SET
-           fingerprint = excluded.fingerprint, action_id = excluded.action_id, state = excluded.state, result = NULL,
-           lease_owner = excluded.lease_owner, lease_expires_at = excluded.lease_expires_at,
-           created_at = excluded.created_at, expires_at = excluded.expires_at
-         WHERE idempotency_records.expires_at <= excluded.created_at`,
+         ON CONFLICT (capability_id, idempotency_key) DO NOTHING`,
         [...scopeParams(request), request.fingerprint, request.action_id, request.owner, request.lease_expires_at, request.now, request.expires_at],
       );
-      if (changed > 0) return { claimed: true };
+      if (inserted > 0) return { claimed: true };
       const record = await this.get(request, request.now);
-      // Released between the two statements: claim again.
-      return record ? { claimed: false, record } : this.claim(request);
+      if (record) return { claimed: false, record };
+      // Expired (or released since the insert): replace it, unless another claim just did.
+      const replaced = await sql.run(
+        `UPDATE idempotency_records SET fingerprint = ?, action_id = ?, state = 'in_flight', result = NULL, lease_owner = ?,
+           lease_expires_at = ?, created_at = ?, expires_at = ?
+         WHERE ${SCOPE} AND expires_at <= ?`,
+        [request.fingerprint, request.action_id, request.owner, request.lease_expires_at, request.now, request.expires_at, ...scopeParams(request), request.now],
+      );
+      return replaced > 0 ? { claimed: true } : this.claim(request);
     },
     async get(scope, now) {
       const rows = await (await db()).all(`SELECT ${RECORD_COLUMNS} FROM idempotency_records WHERE ${SCOPE} AND expires_at > ?`, [...scopeParams(scope), now]);
