@@ -9,18 +9,18 @@ export const HELP_OPTION = { type: 'boolean', short: 'h' } as const;
 /** Options that look like a credential: refused with a pointer to where keys do come from. */
 const KEY_OPTION = /^--?(api[-_]?key|key|token|secret|password|bearer)(=|$)/i;
 
+/** Where the Hermes API key comes from, for every command. */
+export const API_KEY_SOURCES = 'API keys come from apiKeyFile or apiKeyEnv in --config, or the HERMES_API_KEY environment variable';
+
 /**
  * Runs `parse` (node:util parseArgs in strict mode) over `args`; its errors become usage errors
- * (exit 2). An option that looks like an API key is refused without echoing its value.
+ * (exit 2). An option that looks like a secret is refused without echoing its value, with a
+ * pointer to where this command's secrets do come from (`secretSources`).
  */
-export function parseCommand<T>(command: string, args: string[], parse: (args: string[]) => T): T {
+export function parseCommand<T>(command: string, args: string[], parse: (args: string[]) => T, secretSources = API_KEY_SOURCES): T {
   for (const arg of args) {
     if (arg === '--') break;
-    if (KEY_OPTION.test(arg)) {
-      throw new UsageError(
-        `${command}: API keys are never taken from the command line; use apiKeyFile or apiKeyEnv in --config, or the HERMES_API_KEY environment variable`,
-      );
-    }
+    if (KEY_OPTION.test(arg)) throw new UsageError(`${command}: secrets are never taken from the command line; ${secretSources}`);
   }
   try {
     return parse(args);

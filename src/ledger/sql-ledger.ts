@@ -83,7 +83,16 @@ export function createSqlLedger(kind: string, executor: SqlExecutor): RunLedger 
         `UPDATE idempotency_records SET fingerprint = ?, action_id = ?, state = 'in_flight', result = NULL, lease_owner = ?,
            lease_expires_at = ?, created_at = ?, expires_at = ?
          WHERE ${SCOPE} AND expires_at <= ?`,
-        [request.fingerprint, request.action_id, request.owner, request.lease_expires_at, request.now, request.expires_at, ...scopeParams(request), request.now],
+        [
+          request.fingerprint,
+          request.action_id,
+          request.owner,
+          request.lease_expires_at,
+          request.now,
+          request.expires_at,
+          ...scopeParams(request),
+          request.now,
+        ],
       );
       return replaced > 0 ? { claimed: true } : this.claim(request);
     },

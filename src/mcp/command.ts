@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { pino, type Logger } from 'pino';
-import { HELP_OPTION, integerOption, parseCommand } from '../cli/args.js';
+import { API_KEY_SOURCES, HELP_OPTION, integerOption, parseCommand } from '../cli/args.js';
 import { loadConfig, openConnector } from '../cli/config.js';
 import { CliError, EXIT, UsageError } from '../cli/errors.js';
 import { MCP_HELP } from '../cli/help.js';
@@ -17,12 +17,16 @@ const DEFAULT_HTTP_PORT = 8643;
 
 /** `hermes-aip mcp`: the connector's capabilities as MCP tools, over stdio (default) or Streamable HTTP. */
 export async function mcpCommand(args: string[]): Promise<number> {
-  const { values } = parseCommand('mcp', args, (argv) =>
-    parseArgs({
-      args: argv,
-      strict: true,
-      options: { config: { type: 'string' }, http: { type: 'boolean' }, port: { type: 'string' }, 'no-approvals': { type: 'boolean' }, help: HELP_OPTION },
-    }),
+  const { values } = parseCommand(
+    'mcp',
+    args,
+    (argv) =>
+      parseArgs({
+        args: argv,
+        strict: true,
+        options: { config: { type: 'string' }, http: { type: 'boolean' }, port: { type: 'string' }, 'no-approvals': { type: 'boolean' }, help: HELP_OPTION },
+      }),
+    `${API_KEY_SOURCES}; MCP bearer tokens from "mcp.tokens" (tokenFile or tokenEnv) in --config, or HERMES_MCP_TOKEN`,
   );
   if (values.help) {
     process.stdout.write(MCP_HELP);

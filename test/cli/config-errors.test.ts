@@ -70,7 +70,7 @@ describe('configuration errors: one line on stderr, exit code 2, never a key', {
     async (...args) => {
       const run = await runCli(['manifest', ...args]);
       expect(run.code).toBe(2);
-      expectOneErrorLine(run.stderr, /API keys are never taken from the command line/);
+      expectOneErrorLine(run.stderr, /secrets are never taken from the command line; API keys come from apiKeyFile or apiKeyEnv/);
       expect(run.stderr + run.stdout).not.toContain(KEY);
     },
   );

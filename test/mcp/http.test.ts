@@ -123,6 +123,7 @@ describe('hermes-aip mcp --http', { timeout: 60_000 }, () => {
     expect(shortToken.stderr).toMatch(/at least 16/);
     const inArguments = await runCli(['mcp', '--config', configPath, '--http', '--token', TOKEN_ADA]);
     expect(inArguments.code).toBe(2);
+    expect(inArguments.stderr).toMatch(/MCP bearer tokens from "mcp.tokens" \(tokenFile or tokenEnv\) in --config, or HERMES_MCP_TOKEN/);
     expect(inArguments.stderr).not.toContain(TOKEN_ADA);
     const inConfig = writeConfig(folder, sim.url, { mcp: { tokens: [{ token: TOKEN_ADA }] } });
     const refused = await runCli(['mcp', '--config', inConfig, '--http']);
