@@ -108,11 +108,14 @@ function contextFor(identity: McpIdentity, extra: Extra, tool: HermesTool): Exec
   return context;
 }
 
-/** `message.delta: Hello`, `tool.started`, ...: the Hermes event and its text. */
+/**
+ * `message.delta: Hello`, `tool.started`, ...: the Hermes event and its text, on one line (Hermes
+ * starts the text after a tool with a blank line; the result keeps it, a status line need not).
+ */
 function progressMessage(chunk: AipStreamChunk): string {
   const event = (chunk.data as { hermes_sse?: { event?: unknown } } | undefined)?.hermes_sse?.event;
   const name = typeof event === 'string' ? event : chunk.kind;
-  const text = chunk.part?.type === 'text' ? chunk.part.text : '';
+  const text = chunk.part?.type === 'text' ? chunk.part.text.replace(/\s+/g, ' ').trim() : '';
   if (text === '') return name;
   return `${name}: ${text.length > MAX_PROGRESS_TEXT ? `${text.slice(0, MAX_PROGRESS_TEXT)}…` : text}`;
 }

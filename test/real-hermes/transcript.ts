@@ -1,9 +1,10 @@
 /**
  * A wire-level client for comparing two Hermes servers (the simulator and a real release): every
  * exchange becomes a transcript entry with ids, timestamps, token counts and model texts replaced by
- * placeholders, so that two servers running the same logical run give equal transcripts exactly
+ * placeholders (except the streamed text, the joined `message.delta`s, which both servers get from
+ * the same script), so that two servers running the same logical run give equal transcripts exactly
  * when their status codes, body shapes (keys and key order), error codes and messages, event name
- * sequences, SSE framing and headers agree.
+ * sequences, streamed text, SSE framing and headers agree.
  */
 import { connect } from 'node:net';
 import { Readable } from 'node:stream';
@@ -198,8 +199,9 @@ export class EventStream {
 
 /**
  * Each SSE frame as `data <event>` (with its fields) or the comment itself; consecutive
- * `message.delta` frames collapse into one (the two servers split texts differently). A frame that
- * is not exactly one `data: ` line with Python's `json.dumps` separators is recorded verbatim.
+ * `message.delta` frames collapse into one holding their text joined (the two servers split texts
+ * differently, but stream the same text). A frame that is not exactly one `data: ` line with
+ * Python's `json.dumps` separators is recorded verbatim.
  */
 function frameSummary(text: string): unknown[] {
   const frames: unknown[] = [];
@@ -207,19 +209,22 @@ function frameSummary(text: string): unknown[] {
   const trailing = parts.pop();
   for (const frame of parts) {
     const summary = describeFrame(frame);
-    if (summary === 'message.delta+' && frames.at(-1) === summary) continue;
-    frames.push(summary);
+    const previous = frames.at(-1);
+    if (isDeltas(summary) && isDeltas(previous)) previous['message.delta+'] += summary['message.delta+'];
+    else frames.push(summary);
   }
   if (trailing !== '') frames.push({ unterminated: trailing });
   return frames;
 }
+
+const isDeltas = (summary: unknown): summary is { 'message.delta+': string } => isObject(summary) && 'message.delta+' in summary;
 
 function describeFrame(frame: string): unknown {
   if (frame.startsWith(': ')) return frame;
   const payload = frame.startsWith('data: ') ? frame.slice('data: '.length) : undefined;
   const event = payload === undefined || payload.includes('\n') || !hasPythonSeparators(payload) ? undefined : parseJson(payload);
   if (!isObject(event)) return { malformed: frame };
-  if (event['event'] === 'message.delta') return 'message.delta+';
+  if (event['event'] === 'message.delta') return { 'message.delta+': String(event['delta']) };
   return { data: event };
 }
 

@@ -89,7 +89,7 @@ describe('the sweep', () => {
     await events.waitForText('"approval.request"');
     sim.sweep(); // denies the pending approval: the script goes on
     expect(await events.finished).toBe('end');
-    expect(events.text()).toContain('"delta": "after"');
+    expect(events.text()).toContain('"delta": "\\n\\nafter"');
     expect(events.text()).toContain('"run.completed"');
     expect(events.text()).toContain('"tool.started"'); // sent before the sweep
     expect(events.text()).not.toContain('"tool.completed"');

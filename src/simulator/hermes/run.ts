@@ -93,6 +93,8 @@ export class RunState {
   private deltaText = '';
   /** The text of the model turn in progress (the deltas since the last turn ended). */
   private turnText = '';
+  /** A tool iteration ended: the next delta with visible text starts a new paragraph. */
+  needsBreak = false;
 
   constructor(init: RunInit) {
     this.id = init.id;
@@ -150,6 +152,17 @@ export class RunState {
   recordDelta(text: string): void {
     this.deltaText += text;
     this.turnText += text;
+  }
+
+  /**
+   * The delta as Hermes streams it: the first one with visible text after a tool iteration is
+   * prefixed with "\n\n", once however many iterations ran (run_agent's `_stream_needs_break`).
+   * Only the stream carries it: `output` and the turn's `reasoning.available` do not.
+   */
+  streamedDelta(text: string): string {
+    if (!this.needsBreak || text.trim() === '') return text;
+    this.needsBreak = false;
+    return `\n\n${text}`;
   }
 
   /** Ends the model turn in progress; returns its text. */
@@ -274,7 +287,7 @@ async function executeStep(env: RunEnvironment, run: RunState, step: RunStep): P
   switch (step.type) {
     case 'delta':
       run.recordDelta(String(step.text));
-      emitEvent(env, run, 'message.delta', { delta: String(step.text) }, 'direct');
+      emitEvent(env, run, 'message.delta', { delta: run.streamedDelta(String(step.text)) }, 'direct');
       return;
     case 'reasoning':
       emitEvent(env, run, 'reasoning.available', { text: String(step.text ?? '') }, 'lookup');
@@ -282,6 +295,7 @@ async function executeStep(env: RunEnvironment, run: RunState, step: RunStep): P
     case 'tool':
       endTurn(env, run);
       await executeTool(env, run, step);
+      run.needsBreak = true;
       return;
     case 'approval':
       endTurn(env, run);
