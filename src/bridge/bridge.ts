@@ -245,9 +245,17 @@ export function createHermBridge(options: HermBridgeOptions): HermBridge {
 
   async function postFinal(job: BridgeJob, finale: Finale): Promise<void> {
     const outcome = await postWithRetry(job, finale, true);
+    if (outcome.kind === 'rejected' && refusedForGood(outcome.status)) {
+      // The same result would be refused again (a gone session, a body Herm will not take): done,
+      // with no final result held, rather than posted again by every recover().
+      logger.error({ session_id: job.session_id, tool_use_id: job.tool_use_id, http_status: outcome.status }, 'herm refused the final result');
+      await update(job, { state: 'done', final_status: null, final_event_id: null });
+      return;
+    }
     if (outcome.kind !== 'accepted') {
       // Left unfinished on purpose: recover() posts it again, and Herm keeps final results idempotent.
-      logger.error({ session_id: job.session_id, tool_use_id: job.tool_use_id, outcome: outcome.kind }, 'herm final result not accepted');
+      const httpStatus = outcome.kind === 'rejected' ? { http_status: outcome.status } : {};
+      logger.error({ session_id: job.session_id, tool_use_id: job.tool_use_id, outcome: outcome.kind, ...httpStatus }, 'herm final result not accepted');
       return;
     }
     // Herm keeps the first final result it accepted; record what it holds, not what this call sent.
@@ -602,6 +610,14 @@ function resolveBridgeOptions(options: HermBridgeOptions) {
 
 function jobKeyOf(job: Pick<BridgeJob, 'session_id' | 'tool_use_id'>): string {
   return `${job.session_id}\n${job.tool_use_id}`;
+}
+
+/**
+ * A final result Herm refused with this status would be refused again: any 4xx but 401/403 (a
+ * credential an operator can fix, so recover() tries again) and 408/429 (try later).
+ */
+function refusedForGood(status: number): boolean {
+  return status >= 400 && status < 500 && ![401, 403, 408, 429].includes(status);
 }
 
 function eventIdOf(outcome: PostOutcome): string | null {

@@ -34,6 +34,7 @@ export interface BridgeJob {
   /** What became of the `running` kickoff result (`rejected`: Herm refused it with a 4xx other than 410 and 429). */
   kickoff: 'pending' | 'accepted' | 'expired' | 'rejected' | 'unknown' | 'skipped';
   kickoff_event_id: string | null;
+  /** What Herm holds as the final result; null on a `done` job when Herm refused it for good (a 4xx but 401, 403, 408, 429). */
   final_status: 'completed' | 'failed' | null;
   final_event_id: string | null;
   created_at: number;
