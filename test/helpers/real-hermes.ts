@@ -26,9 +26,9 @@ export interface RealHermesOptions {
   /**
    * How long an unanswered approval waits before Hermes denies it, in seconds (default 300). Written
    * to both keys: 0.18.2 reads `approvals.gateway_timeout` (default 300), 0.19.0 `approvals.timeout`
-   * (default 60).
+   * (default 60). `'release default'` writes neither, leaving the release's own default.
    */
-  approvalTimeoutSeconds?: number;
+  approvalTimeoutSeconds?: number | 'release default';
   /** How long to wait for /health (default 90 s). */
   startTimeoutMs?: number;
 }
@@ -58,12 +58,16 @@ function hermesExecutable(version: string): string {
   return join(VENVS, `venv-${version}`, 'bin', 'hermes');
 }
 
+function approvalsConfig(timeout: number | 'release default'): Record<string, unknown> {
+  return timeout === 'release default' ? { mode: 'manual' } : { mode: 'manual', gateway_timeout: timeout, timeout };
+}
+
 /** Hermes' config.yaml (JSON is YAML): the fake model, manual approvals, no network side trips. */
 function configYaml(options: RealHermesOptions, scratchDir: string): string {
   return `${JSON.stringify(
     {
       model: { provider: 'custom', base_url: options.fakeModelUrl, api_key: 'fake-local-key', default: 'fake-model', context_length: 131072 },
-      approvals: { mode: 'manual', gateway_timeout: options.approvalTimeoutSeconds ?? 300, timeout: options.approvalTimeoutSeconds ?? 300 },
+      approvals: approvalsConfig(options.approvalTimeoutSeconds ?? 300),
       terminal: { backend: 'local', cwd: scratchDir, timeout: 120 },
       security: { tirith_enabled: false },
       compression: { enabled: false },
