@@ -63,7 +63,9 @@ const text = fc.array(piece, { maxLength: 10 }).map((parts) => parts.join(''));
 const line = fc.oneof(
   {
     weight: 6,
-    arbitrary: fc.tuple(text, fc.integer({ min: -5, max: 5 })).map(([delta, n]) => `data: ${JSON.stringify({ event: 'message.delta', delta, n })}`),
+    arbitrary: fc
+      .tuple(text, fc.integer({ min: -5, max: 5 }), fc.constantFrom('run_1', 'run_2', 7))
+      .map(([delta, n, run_id]) => `data: ${JSON.stringify({ event: n === 0 ? 'run.completed' : 'message.delta', run_id, delta, n })}`),
   },
   { weight: 2, arbitrary: text.map((value) => `data:${JSON.stringify({ type: value })}`) },
   {
