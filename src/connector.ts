@@ -376,7 +376,8 @@ function checkInput(entry: CapabilityEntry, input: unknown): Record<string, unkn
 
 /** A provider answer that does not match the operation's output schema is not passed on as a success. */
 function checkOutput(entry: CapabilityEntry, outcome: OperationOutcome, httpStatus: number | undefined): OperationOutcome {
-  if (outcome.output === undefined || entry.schemas.validateOutput(outcome.output)) return outcome;
+  const { output } = outcome;
+  if (output === undefined || entry.schemas.validateOutput(OPERATIONS[entry.operation].checkedOutput?.(output) ?? output)) return outcome;
   const failure = new HermesFailure(
     'invalid_response',
     `Hermes endpoint \`${entry.endpoint.id}\` answered \`${entry.operation}\` with an unexpected shape: ${describeSchemaErrors(entry.schemas.validateOutput.errors)}`,
