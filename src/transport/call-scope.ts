@@ -56,6 +56,11 @@ export class OpenCalls {
   }
 }
 
+/** What a scope aborts: a dispatched request's handler. */
+export interface AbortTarget {
+  abort(reason: Error): void;
+}
+
 export interface CallScopeOptions {
   signal: AbortSignal | undefined;
   openCalls: OpenCalls;
@@ -75,10 +80,11 @@ export class CallScope {
   #cause: AbortCause | undefined;
   #reason: Error | undefined;
   #signal: ScopeSignal | undefined;
-  #onAbort: ((reason: Error) => void) | undefined;
+  #onAbort: AbortTarget | undefined;
   readonly #parent: AbortSignal | undefined;
   readonly #openCalls: OpenCalls;
-  readonly #onParentAbort = () => this.#abort('cancelled');
+  /** Made only when there is a caller signal to listen to (most calls have none). */
+  #onParentAbort: (() => void) | undefined;
   #timer: NodeJS.Timeout | undefined;
   /** Its place in its OpenCalls' list while it is open, else -1 (OpenCalls' bookkeeping). */
   openCallSlot = -1;
@@ -90,7 +96,10 @@ export class CallScope {
       this.#abort(signal?.aborted ? 'cancelled' : 'closed');
       return;
     }
-    signal?.addEventListener('abort', this.#onParentAbort, { once: true });
+    if (signal) {
+      this.#onParentAbort = () => this.#abort('cancelled');
+      signal.addEventListener('abort', this.#onParentAbort, { once: true });
+    }
     openCalls.add(this);
     const untilDeadline = deadline === undefined ? Infinity : deadline - now();
     const untilTimeout = timeoutMs ?? Infinity;
@@ -125,10 +134,10 @@ export class CallScope {
     return this.#signal;
   }
 
-  /** Sets the one callback that aborts a dispatched request; called at once if the scope already aborted. */
-  onAbort(callback: (reason: Error) => void): void {
-    this.#onAbort = callback;
-    if (this.#reason) callback(this.#reason);
+  /** Sets the one target whose abort() stops a dispatched request (no closure per call); called at once if the scope already aborted. */
+  onAbort(target: AbortTarget): void {
+    this.#onAbort = target;
+    if (this.#reason) target.abort(this.#reason);
   }
 
   /**
@@ -168,7 +177,7 @@ export class CallScope {
 
   dispose(): void {
     clearTimeout(this.#timer);
-    this.#parent?.removeEventListener('abort', this.#onParentAbort);
+    if (this.#onParentAbort) this.#parent?.removeEventListener('abort', this.#onParentAbort);
     this.#openCalls.delete(this);
   }
 
@@ -177,7 +186,7 @@ export class CallScope {
     this.#cause = cause;
     this.#reason = new Error(`aborted: ${cause}`);
     this.dispose();
-    this.#onAbort?.(this.#reason);
+    this.#onAbort?.abort(this.#reason as Error);
     if (this.#signal) {
       this.#signal.aborted = true;
       this.#signal.reason = this.#reason;
