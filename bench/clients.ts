@@ -7,7 +7,7 @@
  */
 import { USER_AGENT, createHermesConnector, type HermesConnector } from 'aip-connector-hermes-agent';
 import { createParser } from 'eventsource-parser';
-import { Pool, request } from 'undici';
+import { Pool, request, type Dispatcher } from 'undici';
 import { BENCH_API_KEY } from './servers.js';
 
 export const ENDPOINT_ID = 'bench';
@@ -45,6 +45,46 @@ export interface BareStreamResult {
   events: { event: string; data: Record<string, unknown> }[];
   text: string;
   terminal: boolean;
+}
+
+/**
+ * The honest floor of a JSON read: GET /v1/runs/{id} through the Pool's own `dispatch()` with a
+ * minimal handler that only collects the body chunks, then `Buffer#toString` + `JSON.parse` at
+ * the end. No response stream, no status or content-type policy, no UTF-8 validation: what any
+ * client built on undici has to do at the least.
+ */
+export function bareDispatchStatus(pool: Pool, origin: string, runId: string): Promise<unknown> {
+  const options: Dispatcher.DispatchOptions = {
+    origin,
+    path: `/v1/runs/${encodeURIComponent(runId)}`,
+    method: 'GET',
+    headers: bareHeaders('application/json'),
+  };
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let statusCode = 0;
+    pool.dispatch(options, {
+      onRequestStart() {},
+      onResponseStart(_controller, status) {
+        statusCode = status;
+      },
+      onResponseData(_controller, chunk) {
+        chunks.push(chunk);
+      },
+      onResponseEnd() {
+        try {
+          const value = JSON.parse((chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks)).toString()) as unknown;
+          if (statusCode !== 200 || value === null || typeof value !== 'object') throw new Error(`bare dispatch run_status got HTTP ${statusCode}`);
+          resolve(value);
+        } catch (error) {
+          reject(error);
+        }
+      },
+      onResponseError(_controller, error) {
+        reject(error);
+      },
+    });
+  });
 }
 
 /**

@@ -2,7 +2,7 @@
  * `npx tsx bench/compare-builds.ts <other package folder> [--rounds N]`: the built connector here
  * against another build of the package (say, a worktree of an earlier commit after `npm run
  * build`), side by side in interleaved rounds on the bench server: run_status throughput at
- * concurrency 64 and a 100k-event stream. Answers "did this change cost anything?" with the
+ * concurrency 64 and a 100k-event stream, each with the client's CPU per request or event. Answers "did this change cost anything?" with the
  * noise of one machine in one run, not of two runs on different days.
  */
 import { resolve } from 'node:path';
@@ -25,7 +25,7 @@ async function otherConnector(packageFolder: string, origin: string): Promise<He
 function figureLine(figure: Figure): string {
   const { ratio, connector: current, bare: other } = figure;
   if (!ratio || !current || !other) return `${figure.label}: not measured`;
-  const number = (value: number) => value.toFixed(0).padStart(8);
+  const number = (value: number) => (value < 100 ? value.toFixed(2) : value.toFixed(0)).padStart(8);
   return `${figure.label.padEnd(48)} this ${number(current.median)}  other ${number(other.median)}  this/other ${ratio.median.toFixed(3)} [${ratio.min.toFixed(3)}–${ratio.max.toFixed(3)}]`;
 }
 
@@ -54,9 +54,19 @@ async function main(): Promise<void> {
         requests.rounds.connector.map((round) => round.req_per_s),
       ),
       pairedFigure(
+        { id: 'throughput_cpu', label: 'run_status client CPU µs per request', unit: 'us' },
+        requests.rounds.bare.map((round) => round.cpu_us_per_request),
+        requests.rounds.connector.map((round) => round.cpu_us_per_request),
+      ),
+      pairedFigure(
         { id: 'stream', label: `run_events ${STREAM_EVENTS} events, events/s`, unit: 'events/s' },
         streams.rounds.bare.map((round) => round.events_per_s),
         streams.rounds.connector.map((round) => round.events_per_s),
+      ),
+      pairedFigure(
+        { id: 'stream_cpu', label: 'run_events client CPU µs per event', unit: 'us' },
+        streams.rounds.bare.map((round) => round.cpu_us_per_event),
+        streams.rounds.connector.map((round) => round.cpu_us_per_event),
       ),
     ];
     console.log(`${rounds} interleaved rounds; median [min–max] of the per-round ratio`);

@@ -16,10 +16,14 @@ import { STREAM_EVENTS, benchStreamThroughput } from './stream-throughput.js';
 import { benchTelemetry } from './telemetry.js';
 
 const MIN_ROUNDS = 5;
+/** The sections `--only` can name, in the order they run. */
+const SECTIONS = ['discovery', 'request', 'stream', 'memory', 'telemetry', 'ledger', 'scale'] as const;
+type SectionName = (typeof SECTIONS)[number];
 
 function parseArgs(argv: string[]): BenchSettings {
   let quick = false;
   let rounds: number | undefined;
+  let only: string[] | undefined;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     if (arg === '--quick') quick = true;
@@ -27,15 +31,20 @@ function parseArgs(argv: string[]): BenchSettings {
       const value = arg === '--rounds' ? argv[++i] : arg.slice('--rounds='.length);
       rounds = Number(value);
       if (!Number.isInteger(rounds) || rounds < MIN_ROUNDS) usage(`--rounds must be an integer >= ${MIN_ROUNDS}`);
+    } else if (arg === '--only' || arg?.startsWith('--only=')) {
+      only = (arg === '--only' ? argv[++i] : arg.slice('--only='.length))?.split(',') ?? [];
+      if (only.length === 0 || only.some((name) => !(SECTIONS as readonly string[]).includes(name))) usage(`--only takes a list of ${SECTIONS.join(', ')}`);
     } else if (arg === '--help' || arg === '-h') usage();
     else usage(`unknown argument ${arg}`);
   }
-  return { quick, rounds: rounds ?? (quick ? MIN_ROUNDS : 7), warmupRounds: 1 };
+  return { quick, rounds: rounds ?? (quick ? MIN_ROUNDS : 7), warmupRounds: 1, ...(only ? { only } : {}) };
 }
 
 function usage(problem?: string): never {
   if (problem) console.error(problem);
-  console.error('usage: npm run bench [-- [--quick] [--rounds N]]   (N >= 5; default 7, --quick 5 with smaller rounds)');
+  console.error(
+    `usage: npm run bench [-- [--quick] [--rounds N] [--only SECTION,...]]   (N >= 5; default 7, --quick 5 with smaller rounds; sections: ${SECTIONS.join(', ')})`,
+  );
   process.exit(problem ? 2 : 0);
 }
 
@@ -60,27 +69,30 @@ async function main(): Promise<number> {
   const started = performance.now();
   const machine = machineInfo();
   log(
-    `aip-connector-hermes-agent bench${settings.quick ? ' --quick' : ''}: ${settings.rounds} interleaved rounds (+${settings.warmupRounds} warm-up) per figure`,
+    `aip-connector-hermes-agent bench${settings.quick ? ' --quick' : ''}${settings.only ? ` --only ${settings.only.join(',')}` : ''}: ${settings.rounds} interleaved rounds (+${settings.warmupRounds} warm-up) per figure`,
   );
   log(`machine: ${describeMachine(machine)}; load average ${machine.load_average.join(' ')}`);
 
-  // Discovery first: it times the one call of the process that compiles the schemas.
-  const discovery = await section('Scale of discovery', () => benchDiscovery(settings, log));
-  const server = await startBenchServer([STREAM_EVENTS, CONCURRENT_DELTAS]);
-  log(`bench server: ${server.origin} (child process)`);
+  const runs = (name: SectionName) => settings.only === undefined || settings.only.includes(name);
   const sections: SectionResult[] = [];
-  try {
-    sections.push(await section('Request overhead', () => benchRequestOverhead(server, settings, log)));
-    sections.push(await section('Stream throughput', () => benchStreamThroughput(server, settings, log)));
-    sections.push(await section('Memory', () => benchMemory(server, settings, log)));
-    sections.push(await section('OpenTelemetry cost', () => benchTelemetry(server, settings, log)));
-  } finally {
-    await server.close();
+  // Discovery first: it times the one call of the process that compiles the schemas.
+  const discovery = runs('discovery') ? await section('Scale of discovery', () => benchDiscovery(settings, log)) : undefined;
+  if (runs('request') || runs('stream') || runs('memory') || runs('telemetry')) {
+    const server = await startBenchServer([STREAM_EVENTS, CONCURRENT_DELTAS]);
+    log(`bench server: ${server.origin} (child process)`);
+    try {
+      if (runs('request')) sections.push(await section('Request overhead', () => benchRequestOverhead(server, settings, log)));
+      if (runs('stream')) sections.push(await section('Stream throughput', () => benchStreamThroughput(server, settings, log)));
+      if (runs('memory')) sections.push(await section('Memory', () => benchMemory(server, settings, log)));
+      if (runs('telemetry')) sections.push(await section('OpenTelemetry cost', () => benchTelemetry(server, settings, log)));
+    } finally {
+      await server.close();
+    }
   }
   // Their own servers: run_start answers, and streams held open until released.
-  sections.push(await section('Ledger cost', () => benchLedgerCost(settings, log)));
-  sections.push(await section('Scale', () => benchScale(settings, log)));
-  sections.push(discovery);
+  if (runs('ledger')) sections.push(await section('Ledger cost', () => benchLedgerCost(settings, log)));
+  if (runs('scale')) sections.push(await section('Scale', () => benchScale(settings, log)));
+  if (discovery) sections.push(discovery);
 
   const durationS = (performance.now() - started) / 1000;
   machine.load_average_end = loadAverage();
@@ -88,7 +100,7 @@ async function main(): Promise<number> {
     interleaving:
       'every round runs each contender once, rotating which goes first; ratios are connector/bare of the same round; figures are median [min–max] over rounds after warm-up',
     baseline:
-      'bare undici.request on its own Pool (same options as the connector default), same request headers; JSON.parse, or eventsource-parser + JSON.parse into the same events/text aggregate',
+      'bare undici.request on its own Pool (same options as the connector default), same request headers; JSON.parse, or eventsource-parser + JSON.parse into the same events/text aggregate; for run_status throughput also Pool#dispatch() with a minimal handler (collect the chunks, JSON.parse at the end)',
     connector: 'the built package (dist/) imported by name, default options, no logger (silent)',
     server: 'node:http on 127.0.0.1:0 in a child process, pre-rendered byte-identical bodies',
     gc: gcSource(),

@@ -198,7 +198,7 @@ export async function benchMemory(server: BenchServer, settings: BenchSettings, 
       connector: summarize(mib(of('connector', 'peak_growth_bytes'))),
       ratio: summarize(of('connector', 'peak_over_event_bytes')),
       ratioLabel: 'connector peak growth / JSON bytes of output.events',
-      target: { op: '<=', value: 2.5, judgedOn: 'median' },
+      target: { op: '<=', value: 2.1, judgedOn: 'median' },
       note: `bare reader's own ratio: ${summarize(of('bare', 'peak_over_event_bytes')).median.toFixed(2)}`,
     },
     {

@@ -72,6 +72,8 @@ export interface BenchSettings {
   quick: boolean;
   rounds: number;
   warmupRounds: number;
+  /** `--only`: the sections to run (all when absent). */
+  only?: string[];
 }
 
 export type Log = (line: string) => void;

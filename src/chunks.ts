@@ -39,12 +39,13 @@ export class ChunkPublisher {
    * host's callback fails.
    */
   publishEvent(event: HermesSseEvent, terminal: boolean): Promise<void> | undefined {
-    const kind = chunkKindOf(event.event, terminal);
-    const final = kind === 'done' || kind === 'error';
     if (!this.#onChunk) {
-      this.#count(final);
+      // Only a terminal event can be final: the others need no kind (one call per event of a long stream).
+      this.#count(terminal && isFinalKind(chunkKindOf(event.event, true)));
       return undefined;
     }
+    const kind = chunkKindOf(event.event, terminal);
+    const final = isFinalKind(kind);
     const text = partTextOf(event);
     return this.#publish(kind, { hermes_sse: event }, text === undefined ? undefined : { type: 'text', text }, final);
   }
@@ -99,6 +100,10 @@ function isThenable(value: unknown): value is PromiseLike<void> {
 }
 
 const TERMINAL_ERROR_EVENTS = new Set(['run.failed']);
+
+function isFinalKind(kind: AipStreamChunkKind): boolean {
+  return kind === 'done' || kind === 'error';
+}
 
 export function chunkKindOf(eventName: string, terminal: boolean): AipStreamChunkKind {
   if (eventName === 'message.delta') return 'data';

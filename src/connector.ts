@@ -47,11 +47,19 @@ export function createHermesConnector(options: HermesConnectorOptions): HermesCo
     }),
     openCalls,
   };
-  const inFlight = new Set<Promise<unknown>>();
+  // A list with swap-removal rather than a Set, which rehashes every few calls as they come and go.
+  const inFlight: { work: Promise<unknown>; at: number }[] = [];
   const track = <T>(work: Promise<T>): Promise<T> => {
-    inFlight.add(work);
+    const entry = { work, at: inFlight.length };
+    inFlight.push(entry);
     // then(done, done), not finally(): a second promise that rejects again would be unhandled.
-    const done = () => void inFlight.delete(work);
+    const done = () => {
+      const last = inFlight.pop() as typeof entry;
+      if (last !== entry) {
+        inFlight[entry.at] = last;
+        last.at = entry.at;
+      }
+    };
     work.then(done, done);
     return work;
   };
@@ -82,7 +90,7 @@ export function createHermesConnector(options: HermesConnectorOptions): HermesCo
       if (openCalls.closed) return;
       openCalls.close();
       deps.guard.close();
-      await Promise.allSettled([...inFlight]);
+      await Promise.allSettled(inFlight.map((entry) => entry.work));
       await deps.pools.close();
       await ownLedger?.close();
     },
@@ -383,7 +391,8 @@ function checkInput(entry: CapabilityEntry, input: unknown): Record<string, unkn
 
 /** A provider answer that does not match the operation's output schema is not passed on as a success. */
 function checkOutput(entry: CapabilityEntry, outcome: OperationOutcome, httpStatus: number | undefined): OperationOutcome {
-  if (outcome.output === undefined || entry.schemas.validateOutput(outcome.output)) return outcome;
+  const { output } = outcome;
+  if (output === undefined || entry.schemas.validateOutput(OPERATIONS[entry.operation].checkedOutput?.(output) ?? output)) return outcome;
   const failure = new HermesFailure(
     'invalid_response',
     `Hermes endpoint \`${entry.endpoint.id}\` answered \`${entry.operation}\` with an unexpected shape: ${describeSchemaErrors(entry.schemas.validateOutput.errors)}`,
@@ -439,32 +448,27 @@ function evidenceTenant(options: { tenantId?: string | null } | undefined): stri
   throw new TypeError('evidence(): `tenantId` must be a non-empty string or null');
 }
 
-const DAY_MS = 86_400_000;
 /** 10000-01-01T00:00:00.000Z: past it toISOString writes a six-digit year. */
 const YEAR_10000_MS = 253_402_300_800_000;
-let isoDay = Number.NaN;
-let isoDayPrefix = '';
+/** `000Z` to `999Z`: the end of a timestamp, per millisecond. */
+const MILLIS_Z = Array.from({ length: 1000 }, (_, milli) => `${String(milli).padStart(3, '0')}Z`);
+let isoSecond = Number.NaN;
+let isoSecondPrefix = '';
 
 /**
  * `new Date(ms).toISOString()`, without building a Date for every receipt: on Node 20 each
- * toISOString costs microseconds, two per invocation. The date part is cached per UTC day;
+ * toISOString costs microseconds, two per invocation. The text up to the seconds is cached per
+ * second, so a timestamp is that prefix and one of 1,000 suffixes (no string built per part);
  * anything but a whole ms in years 1970-9999 goes to toISOString itself.
  */
 function isoTimestamp(ms: number): string {
   if (!Number.isInteger(ms) || ms < 0 || ms >= YEAR_10000_MS) return new Date(ms).toISOString();
-  const day = Math.floor(ms / DAY_MS);
-  if (day !== isoDay) {
-    isoDay = day;
-    isoDayPrefix = new Date(day * DAY_MS).toISOString().slice(0, 11);
+  const second = Math.floor(ms / 1000);
+  if (second !== isoSecond) {
+    isoSecond = second;
+    isoSecondPrefix = new Date(second * 1000).toISOString().slice(0, 20);
   }
-  const inDay = ms - day * DAY_MS;
-  const milli = inDay % 1000;
-  const seconds = Math.floor(inDay / 1000);
-  return `${isoDayPrefix}${twoDigits(Math.floor(seconds / 3600))}:${twoDigits(Math.floor(seconds / 60) % 60)}:${twoDigits(seconds % 60)}.${milli < 10 ? '00' : milli < 100 ? '0' : ''}${milli}Z`;
-}
-
-function twoDigits(value: number): string {
-  return value < 10 ? `0${value}` : `${value}`;
+  return isoSecondPrefix + (MILLIS_Z[ms - second * 1000] as string);
 }
 
 /** The action's id for the result, read defensively: even a hostile action gets a result. */

@@ -10,10 +10,11 @@ export function typedId(prefix: 'rcpt_' | 'act_', now: number = Date.now()): str
     randomFillSync(pool);
     offset = 0;
   }
-  const bytes = pool.subarray(offset, offset + 16);
+  // Written in place and encoded from the pool itself: no Buffer view per id.
+  const at = offset;
   offset += 16;
-  bytes.writeUIntBE(now, 0, 6);
-  bytes[6] = 0x70 | ((bytes[6] ?? 0) & 0x0f);
-  bytes[8] = 0x80 | ((bytes[8] ?? 0) & 0x3f);
-  return prefix + bytes.toString('hex');
+  pool.writeUIntBE(now, at, 6);
+  pool[at + 6] = 0x70 | ((pool[at + 6] ?? 0) & 0x0f);
+  pool[at + 8] = 0x80 | ((pool[at + 8] ?? 0) & 0x3f);
+  return prefix + pool.toString('hex', at, at + 16);
 }

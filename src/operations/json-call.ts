@@ -35,7 +35,8 @@ export async function callJson(call: OperationCall<unknown>, request: JsonReques
   let statusCode: number | undefined;
   let errorType: string | undefined;
   try {
-    call.logger.trace({ method: request.method, path }, 'hermes request');
+    // The bindings object only when the line is written: most hosts do not log at trace.
+    if (call.logger.isLevelEnabled('trace')) call.logger.trace({ method: request.method, path }, 'hermes request');
     const limit = config.limits.maxJsonResponseBytes;
     const response = await exchange(
       call.pools.targetFor(endpoint),

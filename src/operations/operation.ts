@@ -56,6 +56,11 @@ export interface Operation<Input = Record<string, unknown>> {
   /** Checks that JSON Schema cannot express; throws `invalid_input`. */
   checkInput?(input: Input): void;
   execute(call: OperationCall<Input>): Promise<OperationOutcome>;
+  /**
+   * What of its output the output schema is checked against: all of it unless the operation
+   * leaves out a part it built itself and whose shape it guarantees (the schema could not fail there).
+   */
+  checkedOutput?(output: unknown): unknown;
   /** An operation that starts a run: the binding its successful result creates. */
   bindRun?(source: EvidenceSource<Input>): RunEvidence | undefined;
   /** An operation on a bound run (`input.run_id`): what its result teaches about that run. */

@@ -15,7 +15,7 @@ import { statusOfTerminalEvent, TERMINAL_EVENTS } from '../contract/hermes-vocab
 import type { RunEvidencePatch } from '../ledger/types.js';
 import { schemaCatalog } from '../contract/schemas.js';
 import { redactText } from '../internal/secret.js';
-import { SseDecoder, isSseDone } from '../transport/sse.js';
+import { SseDecoder, isSseDone, type SseItem } from '../transport/sse.js';
 import type { HermesSseEvent, RunEventsOutput } from '../types.js';
 import { endRequestSpan, errorTypeOf, StreamTrace } from '../telemetry.js';
 import { checkRunId, runRoute, type Operation, type OperationCall, type OperationOutcome } from './operation.js';
@@ -77,6 +77,9 @@ export const runEvents: Operation<RunEventsInput> = {
     return settle(call, output, end);
   },
   learnAboutRun: ({ result, now }) => eventsPatch(result.output as RunEventsOutput | undefined, now),
+  // Every event comes from the SSE decoder as {event: non-empty string, data: JSON object, id?: string},
+  // which is all the schema asks of an item: checking 100,000 of them took ajv 0.6-9 ms (cold after a full GC).
+  checkedOutput: (output) => ({ ...(output as RunEventsOutput), events: [] }),
 };
 
 /** The stream's terminal event, else what its reconciliation read found (a 404: evidence lost). */
@@ -111,18 +114,28 @@ async function readStream(
   const text: string[] = [];
   try {
     // Leaving this loop early (return or throw) destroys the body and so closes the socket.
+    const reader: StreamReader = {
+      publisher: call.publisher,
+      output,
+      text,
+      scope,
+      trace,
+      maxEvents,
+      next: 0,
+      published: undefined,
+      endAfterPublished: undefined,
+    };
     for await (const chunk of response.body as AsyncIterable<Buffer>) {
-      for (const item of decoder.push(chunk)) {
-        // One network read can carry many frames: an abort (say, from onChunk) stops between them.
-        if (scope.aborted) throw scope.reason;
-        if (isSseDone(item)) return { kind: 'closed' };
-        const terminal = TERMINAL_EVENTS.has(item.event);
-        record(output, item, text, terminal);
-        if (trace.recording) trace.event(item.event, output.events.length, terminal);
-        const published = call.publisher.publishEvent(item, terminal);
-        if (published) await untilPublished(published, call, scope, output.http_status);
-        if (terminal) return { kind: 'terminal' };
-        if (output.events.length >= maxEvents) return { kind: 'truncated' };
+      const items = decoder.push(chunk);
+      reader.next = 0;
+      for (;;) {
+        const end = takeItems(items, reader);
+        if (end !== undefined) return end;
+        if (reader.published === undefined) break;
+        const published = reader.published;
+        reader.published = undefined;
+        await untilPublished(published, call, scope, output.http_status);
+        if (reader.endAfterPublished) return reader.endAfterPublished;
       }
       if (decoder.failure) throw decoder.failure;
     }
@@ -136,6 +149,55 @@ async function readStream(
     const joined = text.join('');
     output.text = secret === undefined ? joined : redactText(joined, secret);
   }
+}
+
+/** What the per-event loop needs, kept apart from the async reader so that the loop is a small synchronous function. */
+interface StreamReader {
+  readonly publisher: OperationCall<RunEventsInput>['publisher'];
+  readonly output: RunEventsOutput;
+  readonly text: string[];
+  readonly scope: CallScope;
+  readonly trace: StreamTrace;
+  readonly maxEvents: number;
+  /** The next item of the current read to take. */
+  next: number;
+  /** A publication the reader must wait for before taking item `next`. */
+  published: Promise<void> | undefined;
+  /** How the stream ends once that publication is done, when the published event ended it. */
+  endAfterPublished: StreamEnd | undefined;
+}
+
+const CLOSED: StreamEnd = { kind: 'closed' };
+const TERMINAL: StreamEnd = { kind: 'terminal' };
+const TRUNCATED: StreamEnd = { kind: 'truncated' };
+
+/**
+ * Takes the items of one read from `reader.next` on: records and publishes each. Returns how the
+ * stream ended, if it did; otherwise stops after an item whose publication must be awaited
+ * (`reader.published`), or at the end of the items.
+ */
+function takeItems(items: SseItem[], reader: StreamReader): StreamEnd | undefined {
+  const { output, scope } = reader;
+  while (reader.next < items.length) {
+    const item = items[reader.next++] as SseItem;
+    // One network read can carry many frames: an abort (say, from onChunk) stops between them.
+    if (scope.aborted) throw scope.reason;
+    if (isSseDone(item)) return CLOSED;
+    const terminal = TERMINAL_EVENTS.has(item.event);
+    record(output, item, reader.text, terminal);
+    if (reader.trace.recording) reader.trace.event(item.event, output.events.length, terminal);
+    const published = reader.publisher.publishEvent(item, terminal);
+    // A publication to wait for comes before the end checks, as the reader awaited it in place.
+    if (published) {
+      reader.published = published;
+      if (terminal) reader.endAfterPublished = TERMINAL;
+      else if (output.events.length >= reader.maxEvents) reader.endAfterPublished = TRUNCATED;
+      return undefined;
+    }
+    if (terminal) return TERMINAL;
+    if (output.events.length >= reader.maxEvents) return TRUNCATED;
+  }
+  return undefined;
 }
 
 /** Records an event as soon as it is read, so that a result cut short later still shows it (and the run's end, if it was seen). */

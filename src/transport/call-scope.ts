@@ -14,12 +14,14 @@ export class ScopeSignal extends EventEmitter {
 }
 
 /**
- * The provider calls in flight, so that closing the connector aborts every one of them. A Set
- * rather than a listener per call on an AbortSignal: adding and removing an EventTarget
- * listener costs microseconds and grows with the number of calls in flight.
+ * The provider calls in flight, so that closing the connector aborts every one of them. A list
+ * rather than a listener per call on an AbortSignal (adding and removing an EventTarget listener
+ * costs microseconds and grows with the calls in flight), and rather than a Set: a Set that
+ * keeps taking and dropping calls rehashes its table every few calls (about 100 bytes of
+ * garbage per call). Each scope knows its place in the list; removal moves the last one there.
  */
 export class OpenCalls {
-  readonly #scopes = new Set<CallScope>();
+  readonly #scopes: CallScope[] = [];
   #closed = false;
 
   get closed(): boolean {
@@ -33,16 +35,30 @@ export class OpenCalls {
   }
 
   get size(): number {
-    return this.#scopes.size;
+    return this.#scopes.length;
   }
 
   add(scope: CallScope): void {
-    this.#scopes.add(scope);
+    if (scope.openCallSlot !== -1) return;
+    scope.openCallSlot = this.#scopes.length;
+    this.#scopes.push(scope);
   }
 
   delete(scope: CallScope): void {
-    this.#scopes.delete(scope);
+    const at = scope.openCallSlot;
+    if (at === -1 || this.#scopes[at] !== scope) return;
+    const last = this.#scopes.pop() as CallScope;
+    if (last !== scope) {
+      this.#scopes[at] = last;
+      last.openCallSlot = at;
+    }
+    scope.openCallSlot = -1;
   }
+}
+
+/** What a scope aborts: a dispatched request's handler. */
+export interface AbortTarget {
+  abort(reason: Error): void;
 }
 
 export interface CallScopeOptions {
@@ -64,11 +80,14 @@ export class CallScope {
   #cause: AbortCause | undefined;
   #reason: Error | undefined;
   #signal: ScopeSignal | undefined;
-  #onAbort: ((reason: Error) => void) | undefined;
+  #onAbort: AbortTarget | undefined;
   readonly #parent: AbortSignal | undefined;
   readonly #openCalls: OpenCalls;
-  readonly #onParentAbort = () => this.#abort('cancelled');
+  /** Made only when there is a caller signal to listen to (most calls have none). */
+  #onParentAbort: (() => void) | undefined;
   #timer: NodeJS.Timeout | undefined;
+  /** Its place in its OpenCalls' list while it is open, else -1 (OpenCalls' bookkeeping). */
+  openCallSlot = -1;
 
   constructor({ signal, openCalls, deadline, timeoutMs, now }: CallScopeOptions) {
     this.#parent = signal;
@@ -77,7 +96,10 @@ export class CallScope {
       this.#abort(signal?.aborted ? 'cancelled' : 'closed');
       return;
     }
-    signal?.addEventListener('abort', this.#onParentAbort, { once: true });
+    if (signal) {
+      this.#onParentAbort = () => this.#abort('cancelled');
+      signal.addEventListener('abort', this.#onParentAbort, { once: true });
+    }
     openCalls.add(this);
     const untilDeadline = deadline === undefined ? Infinity : deadline - now();
     const untilTimeout = timeoutMs ?? Infinity;
@@ -112,10 +134,10 @@ export class CallScope {
     return this.#signal;
   }
 
-  /** Sets the one callback that aborts a dispatched request; called at once if the scope already aborted. */
-  onAbort(callback: (reason: Error) => void): void {
-    this.#onAbort = callback;
-    if (this.#reason) callback(this.#reason);
+  /** Sets the one target whose abort() stops a dispatched request (no closure per call); called at once if the scope already aborted. */
+  onAbort(target: AbortTarget): void {
+    this.#onAbort = target;
+    if (this.#reason) target.abort(this.#reason);
   }
 
   /**
@@ -155,7 +177,7 @@ export class CallScope {
 
   dispose(): void {
     clearTimeout(this.#timer);
-    this.#parent?.removeEventListener('abort', this.#onParentAbort);
+    if (this.#onParentAbort) this.#parent?.removeEventListener('abort', this.#onParentAbort);
     this.#openCalls.delete(this);
   }
 
@@ -164,7 +186,7 @@ export class CallScope {
     this.#cause = cause;
     this.#reason = new Error(`aborted: ${cause}`);
     this.dispose();
-    this.#onAbort?.(this.#reason);
+    this.#onAbort?.abort(this.#reason as Error);
     if (this.#signal) {
       this.#signal.aborted = true;
       this.#signal.reason = this.#reason;

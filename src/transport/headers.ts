@@ -31,26 +31,28 @@ export function buildHeaders({ endpoint, action, context, accept, hasBody, sessi
     accept,
   };
   if (hasBody) headers['content-type'] = 'application/json';
-  const set = (name: string, value: string | undefined) => {
-    if (value === undefined) return;
-    if (value.length > MAX_HEADER_VALUE || !HEADER_VALUE.test(value)) {
-      throw new HermesFailure('invalid_input', `The value for header ${name} is not a valid header value (visible ASCII, at most 16 KiB)`);
-    }
-    headers[name.toLowerCase()] = value;
-  };
-  set('Idempotency-Key', providerIdempotencyKey(action, context.tenantId));
-  set('X-Hermes-Session-Key', sessionKey);
-  set('X-AIP-Principal-Id', context.actor?.principalId);
-  set('X-AIP-Authentication-Issuer', context.actor?.issuer);
-  set('X-AIP-Tenant-Id', context.tenantId);
-  set('X-AIP-Trace-Id', context.traceId);
-  set('X-AIP-Correlation-Id', context.traceId);
-  set('X-AIP-Session-Id', context.sessionId);
-  if (context.deadline !== undefined) set('X-AIP-Deadline-Unix-Ms', String(Math.floor(context.deadline)));
+  setHeader(headers, 'Idempotency-Key', providerIdempotencyKey(action, context.tenantId));
+  setHeader(headers, 'X-Hermes-Session-Key', sessionKey);
+  setHeader(headers, 'X-AIP-Principal-Id', context.actor?.principalId);
+  setHeader(headers, 'X-AIP-Authentication-Issuer', context.actor?.issuer);
+  setHeader(headers, 'X-AIP-Tenant-Id', context.tenantId);
+  setHeader(headers, 'X-AIP-Trace-Id', context.traceId);
+  setHeader(headers, 'X-AIP-Correlation-Id', context.traceId);
+  setHeader(headers, 'X-AIP-Session-Id', context.sessionId);
+  if (context.deadline !== undefined) setHeader(headers, 'X-AIP-Deadline-Unix-Ms', String(Math.floor(context.deadline)));
   if (Array.isArray(action.delegation_chain) && action.delegation_chain.length > 0) {
-    set('X-AIP-Delegation-Chain', asciiJson(action.delegation_chain));
+    setHeader(headers, 'X-AIP-Delegation-Chain', asciiJson(action.delegation_chain));
   }
   return headers;
+}
+
+/** Sets a header from the envelope or context when it has a value; throws `invalid_input` for a value HTTP cannot carry as it is. */
+function setHeader(headers: Record<string, string>, name: string, value: string | undefined): void {
+  if (value === undefined) return;
+  if (value.length > MAX_HEADER_VALUE || !HEADER_VALUE.test(value)) {
+    throw new HermesFailure('invalid_input', `The value for header ${name} is not a valid header value (visible ASCII, at most 16 KiB)`);
+  }
+  headers[name.toLowerCase()] = value;
 }
 
 /**

@@ -15,10 +15,9 @@ import { transportFailure, type BufferedResponse, type ProviderRequest, type Req
  */
 export function exchange(target: RequestTarget, request: ProviderRequest, scope: CallScope, reading: ResponseReading): Promise<BufferedResponse> {
   return new Promise((resolve, reject) => {
-    const handler = new BufferingHandler(reading, resolve, (error, stage, statusCode) =>
-      reject(transportFailure(error, scope, target.peer, stage, statusCode)),
-    );
-    scope.onAbort((reason) => handler.abort(reason));
+    const handler = new BufferingHandler(reading, resolve, reject, scope, target.peer);
+    // The handler is the abort target itself: no closure per call.
+    scope.onAbort(handler);
     const options: Dispatcher.DispatchOptions = {
       origin: target.origin,
       path: request.path,
@@ -40,8 +39,9 @@ export function exchange(target: RequestTarget, request: ProviderRequest, scope:
 class BufferingHandler implements Dispatcher.DispatchHandler {
   readonly #reading: ResponseReading;
   readonly #resolve: (response: BufferedResponse) => void;
-  /** `statusCode` is the response's, when its headers had arrived. */
-  readonly #reject: (error: unknown, stage: TransportStage, statusCode?: number) => void;
+  readonly #rejectPromise: (failure: unknown) => void;
+  readonly #scope: CallScope;
+  readonly #peer: string;
   #controller: Dispatcher.DispatchController | undefined;
   /** An abort that came before undici started the request (it waits for a connection): applied when it starts. */
   #pendingAbort: Error | undefined;
@@ -51,14 +51,17 @@ class BufferingHandler implements Dispatcher.DispatchHandler {
   #size = 0;
   #settled = false;
 
-  constructor(
-    reading: ResponseReading,
-    resolve: (response: BufferedResponse) => void,
-    reject: (error: unknown, stage: TransportStage, statusCode?: number) => void,
-  ) {
+  constructor(reading: ResponseReading, resolve: (response: BufferedResponse) => void, reject: (failure: unknown) => void, scope: CallScope, peer: string) {
     this.#reading = reading;
     this.#resolve = resolve;
-    this.#reject = reject;
+    this.#rejectPromise = reject;
+    this.#scope = scope;
+    this.#peer = peer;
+  }
+
+  /** `statusCode` is the response's, when its headers had arrived. */
+  #reject(error: unknown, stage: TransportStage, statusCode?: number): void {
+    this.#rejectPromise(transportFailure(error, this.#scope, this.#peer, stage, statusCode));
   }
 
   abort(reason: Error): void {

@@ -3,6 +3,7 @@ import { Pool, type Dispatcher } from 'undici';
 import type { CallScope } from './call-scope.js';
 import type { ResolvedEndpoint } from '../config.js';
 import { MAX_PROVIDER_JSON_DEPTH, parseProviderJson, type ProviderJsonRefused } from './provider-json.js';
+import { decodeUtf8 } from './utf8.js';
 import { HermesFailure, failureFromHttpStatus, parseRetryAfter, providerCodeOf, type ProviderEffect } from '../failures.js';
 
 export interface ProviderRequest {
@@ -206,12 +207,8 @@ export function jsonBodyOf(response: BufferedResponse, limit: number, endpoint: 
     new HermesFailure('invalid_response', `Hermes endpoint \`${endpointId}\` sent ${why}`, { effect: 'maybe', remoteStatus: response.statusCode });
   if (!isJsonContentType(response.headers['content-type'])) throw invalid('a success response that is not JSON');
   if (response.body === undefined) throw invalid(`a body larger than ${limit} bytes`);
-  let text: string;
-  try {
-    text = UTF8.decode(response.body);
-  } catch {
-    throw invalid('a body that is not valid UTF-8');
-  }
+  const text = decodeUtf8(response.body);
+  if (text === undefined) throw invalid('a body that is not valid UTF-8');
   try {
     return parseProviderJson(text, endpoint.apiKey?.reveal());
   } catch (error) {

@@ -12,6 +12,17 @@ export class InvalidUtf8 extends TypeError {
 }
 
 /**
+ * `new TextDecoder('utf-8', { fatal: true }).decode(bytes)` for a whole body: the text, without a
+ * leading byte order mark; undefined when the bytes are not valid UTF-8. `isUtf8` + `Buffer#toString`
+ * instead of the fatal decoder: a third of its cost on a 340-byte Hermes status body.
+ */
+export function decodeUtf8(bytes: Buffer): string | undefined {
+  if (!isUtf8(bytes)) return undefined;
+  const text = bytes.toString('utf8');
+  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+}
+
+/**
  * Streaming, strict UTF-8 decoding: what `new TextDecoder('utf-8', { fatal: true })` does with
  * `{ stream: true }`, about six times faster on Node 20 (validation by `isUtf8`, decoding by
  * `Buffer#toString`). A code point split between chunks is held back until it completes; an

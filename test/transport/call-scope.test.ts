@@ -195,14 +195,14 @@ describe('the abort hook of the buffered path', () => {
     const controller = new AbortController();
     const s = scope({ signal: controller.signal });
     const seen: unknown[] = [];
-    s.onAbort((reason) => seen.push(reason));
+    s.onAbort({ abort: (reason) => seen.push(reason) });
     expect(seen).toEqual([]);
     controller.abort();
     controller.abort();
     expect(seen).toEqual([s.reason]);
     expect((seen[0] as Error).message).toBe('aborted: cancelled');
     const late: unknown[] = [];
-    s.onAbort((reason) => late.push(reason));
+    s.onAbort({ abort: (reason) => late.push(reason) });
     expect(late).toEqual([s.reason]);
   });
 

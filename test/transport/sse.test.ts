@@ -508,6 +508,8 @@ describe('chunking never changes the result', () => {
                   expect(item.event).not.toBe('');
                   expect(item.data).toBeTypeOf('object');
                   expect(Array.isArray(item.data)).toBe(false);
+                  // All the run_events output schema asks of an item (run_events skips checking them: checkedOutput).
+                  expect(Object.keys(item).every((key) => key === 'event' || key === 'data' || (key === 'id' && typeof item.id === 'string'))).toBe(true);
                 }
               }
             }

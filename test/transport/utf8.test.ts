@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { StrictUtf8Decoder } from '../../src/transport/utf8.js';
+import { StrictUtf8Decoder, decodeUtf8 } from '../../src/transport/utf8.js';
 import { caught } from '../helpers/fixtures.js';
 import { splitAt } from '../helpers/split.js';
 
@@ -92,5 +92,24 @@ describe('the text before a fault', () => {
     const last = chunks.pop() as Buffer;
     for (const chunk of chunks) decoder.decode(chunk);
     expect(caught(() => decoder.decode(last))).toEqual(expect.objectContaining({ name: 'InvalidUtf8', validText }));
+  });
+});
+
+describe('decodeUtf8 is TextDecoder("utf-8", { fatal: true }).decode for a whole body', () => {
+  it('gives the same text, or undefined where the decoder throws, for random bytes', () => {
+    const fatal = new TextDecoder('utf-8', { fatal: true });
+    fc.assert(
+      fc.property(streams, (chunks) => {
+        const bytes = Buffer.concat(chunks);
+        let expected: string | undefined;
+        try {
+          expected = fatal.decode(bytes);
+        } catch {
+          expected = undefined;
+        }
+        expect(decodeUtf8(bytes)).toBe(expected);
+      }),
+      { seed: SEED, numRuns: 20_000 },
+    );
   });
 });
