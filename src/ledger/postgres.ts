@@ -51,28 +51,30 @@ export function openPostgresExecutor(options: PostgresLedgerOptions): SqlExecuto
 
   // Every statement the ledger runs is parsed and planned once per connection: through the
   // protocol for single statements and reads, and with SQL PREPARE for the batches' EXECUTEs.
-  const statementNames = new Map<string, string>();
-  const statementTexts = new Map<string, string>();
-  const nameOf = (sql: string) => {
-    let name = statementNames.get(sql);
-    if (!name) {
-      name = `aip_ledger_${statementNames.size + 1}`;
-      statementNames.set(sql, name);
-      statementTexts.set(name, numbered(sql));
+  const prepared = new Map<string, PreparedStatement>();
+  const preparedFor = (sql: string): PreparedStatement => {
+    let statement = prepared.get(sql);
+    if (!statement) {
+      const name = `aip_ledger_${prepared.size + 1}`;
+      statement = { name, protocolName: `${name}_q`, text: numbered(sql) };
+      prepared.set(sql, statement);
     }
-    return name;
+    return statement;
   };
-  const query = (sql: string, params: unknown[]) => pool.query<SqlRow>({ name: `${nameOf(sql)}_q`, text: numbered(sql), values: params });
+  const query = (sql: string, params: unknown[]) => {
+    const { protocolName, text } = preparedFor(sql);
+    return pool.query<SqlRow>({ name: protocolName, text, values: params });
+  };
   const preparedOn = new WeakMap<PoolClient, Set<string>>();
-  const runBatch = (names: string[], text: string) =>
+  const runBatch = (statements: PreparedStatement[], text: string) =>
     withClient(async (client) => {
-      const prepared = preparedOn.get(client) ?? new Set<string>();
-      preparedOn.set(client, prepared);
+      const onClient = preparedOn.get(client) ?? new Set<string>();
+      preparedOn.set(client, onClient);
       // One at a time, each remembered once it exists: the set never disagrees with the session.
-      for (const name of new Set(names)) {
-        if (prepared.has(name)) continue;
-        await client.query(`PREPARE ${name} AS ${statementTexts.get(name)}`);
-        prepared.add(name);
+      for (const statement of new Set(statements)) {
+        if (onClient.has(statement.name)) continue;
+        await client.query(`PREPARE ${statement.name} AS ${statement.text}`);
+        onClient.add(statement.name);
       }
       // One simple-protocol query: one round trip, and PostgreSQL runs its statements as one
       // implicit transaction, so the whole batch costs one commit.
@@ -113,15 +115,17 @@ export function openPostgresExecutor(options: PostgresLedgerOptions): SqlExecuto
         return outcomes;
       };
       const statements = units.flat();
-      const names = statements.map((statement) => nameOf(statement.sql));
+      const preparedStatements = statements.map((statement) => preparedFor(statement.sql));
       let text: string;
       try {
-        text = statements.map((statement, index) => executeText(statement, names[index] as string, pg.escapeLiteral)).join(';\n');
+        text = statements
+          .map((statement, index) => executeText(statement, (preparedStatements[index] as PreparedStatement).name, pg.escapeLiteral))
+          .join(';\n');
       } catch (error) {
         return eachAlone(error);
       }
       try {
-        return changesByUnit(units, await runBatch(names, text));
+        return changesByUnit(units, await runBatch(preparedStatements, text));
       } catch (error) {
         if (error instanceof pg.DatabaseError && error.severity === 'ERROR') return eachAlone(error);
         throw error;
@@ -134,6 +138,13 @@ export function openPostgresExecutor(options: PostgresLedgerOptions): SqlExecuto
     },
   };
   return executor;
+}
+
+/** A ledger statement as PostgreSQL knows it: its SQL PREPARE name, its protocol name, its `$n` text. */
+interface PreparedStatement {
+  name: string;
+  protocolName: string;
+  text: string;
 }
 
 interface PgModule {
