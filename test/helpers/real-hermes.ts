@@ -132,6 +132,17 @@ export async function startRealHermes(options: RealHermesOptions): Promise<RealH
   return { version: options.version, baseUrl, apiKey, scratchDir, hermesHome, output: () => output, stop };
 }
 
+/** The fake model and a real Hermes using it; the model is closed again when Hermes does not start. */
+export async function startHermesWithFakeModel(options: Omit<RealHermesOptions, 'fakeModelUrl'>): Promise<{ model: FakeModel; hermes: RealHermes }> {
+  const model = await startFakeModel();
+  try {
+    return { model, hermes: await startRealHermes({ ...options, fakeModelUrl: model.baseUrl }) };
+  } catch (error) {
+    await model.close();
+    throw error;
+  }
+}
+
 export interface LaunchedHermes {
   readonly hermes: RealHermes;
   readonly model: FakeModel;
@@ -145,14 +156,7 @@ export interface LaunchedHermes {
  * hermes:launch` and `npm run hermes:qualify` use them. `close()` stops both and removes the files.
  */
 export async function launchHermesForCli(options: Omit<RealHermesOptions, 'fakeModelUrl'>): Promise<LaunchedHermes> {
-  const model = await startFakeModel();
-  let hermes: RealHermes;
-  try {
-    hermes = await startRealHermes({ ...options, fakeModelUrl: model.baseUrl });
-  } catch (error) {
-    await model.close();
-    throw error;
-  }
+  const { model, hermes } = await startHermesWithFakeModel(options);
   const folder = mkdtempSync(join(tmpdir(), 'hermes-launch-'));
   writeFileSync(join(folder, 'api-key'), `${hermes.apiKey}\n`, { mode: 0o600 });
   const endpointsFile = join(folder, 'endpoints.json');

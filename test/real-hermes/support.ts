@@ -7,9 +7,9 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe } from 'vitest';
 import { createHermesConnector } from 'aip-connector-hermes-agent';
-import { startFakeModel, type FakeModel } from 'aip-connector-hermes-agent/fake-model';
+import type { FakeModel } from 'aip-connector-hermes-agent/fake-model';
 import { checkedConnector, ENDPOINT, type CheckedConnector } from '../helpers/harness.js';
-import { installedHermesVersions, startRealHermes, type RealHermes, type RealHermesOptions } from '../helpers/real-hermes.js';
+import { installedHermesVersions, startHermesWithFakeModel, type RealHermes, type RealHermesOptions } from '../helpers/real-hermes.js';
 import { startRecordingProxy, type RecordingProxy } from '../helpers/recording-proxy.js';
 
 export const HERMES_VERSIONS = installedHermesVersions();
@@ -46,14 +46,7 @@ export interface RealEndpoint {
 }
 
 export async function startRealEndpoint(options: Omit<RealHermesOptions, 'fakeModelUrl'>): Promise<RealEndpoint> {
-  const model = await startFakeModel();
-  let hermes: RealHermes;
-  try {
-    hermes = await startRealHermes({ ...options, fakeModelUrl: model.baseUrl });
-  } catch (error) {
-    await model.close();
-    throw error;
-  }
+  const { model, hermes } = await startHermesWithFakeModel(options);
   const proxy = await startRecordingProxy(hermes.baseUrl);
   const h = checkedConnector(createHermesConnector({ endpoints: [{ id: ENDPOINT, baseUrl: proxy.url, apiKey: hermes.apiKey }] }));
   return {
