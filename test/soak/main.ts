@@ -42,6 +42,7 @@ import {
 import { startHermesSimulator, type HermesSimulator, type RunStep, type SimulatorRoute } from 'aip-connector-hermes-agent/simulator';
 import { assertMatches } from '../helpers/schema-check.js';
 import { providerKeyOf } from '../helpers/provider-key.js';
+import { seededRandom } from '../helpers/seeded-random.js';
 
 // ---- options ---------------------------------------------------------------------------------
 
@@ -110,18 +111,6 @@ async function settledHeap(): Promise<number> {
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
   return process.memoryUsage().heapUsed;
-}
-
-/** mulberry32: a small seeded PRNG, so that a failing run can be repeated with --seed. */
-function prng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 // ---- a counting TCP proxy between the connector and the simulator ------------------------------
@@ -221,7 +210,7 @@ function scriptFor(flow: Flow, random: () => number): RunStep[] {
 }
 
 async function soakRound(options: { seconds: number; concurrency: number; maxLifecycles: number; seed: number; check: boolean }): Promise<RoundStats> {
-  const random = prng(options.seed);
+  const random = seededRandom(options.seed);
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)] as T;
   const sim: HermesSimulator = await startHermesSimulator({
     apiKey: API_KEY,

@@ -71,18 +71,6 @@ export const actionName = (lifecycle: Lifecycle, step: string) => `${lifecycle.i
 export const keyOf = (lifecycle: Lifecycle, step: string) => `key-${lifecycle.id}-${step}`;
 export const capabilityOf = (operation: string) => `cap:hermes_agent:${ENDPOINT_ID}:${operation}`;
 
-/** mulberry32: a small seeded generator, so a failing run can be repeated with its seed. */
-export function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 export const pick = <T>(random: () => number, items: readonly T[]): T => items[Math.floor(random() * items.length)] as T;
 
 /** The simulator script of a lifecycle: approvals wait for an answer; stops and cancels need a run still going. */

@@ -15,7 +15,8 @@ import { fileURLToPath } from 'node:url';
 import { startHermSimulator, startHermesSimulator, type HermSimulator, type HermesSimulator } from 'aip-connector-hermes-agent/simulator';
 import { afterRestart, atTheEnd, duplicateStarts, finalsOf, type ResultLine } from './invariants.js';
 import { startKillProxy, type HoldPhase, type KillProxy, type ProxiedRequest } from './kill-proxy.js';
-import { HERMES_KEY, HERM_KEY, TOOL_NAME, pick, planRound, seededRandom, type ChildConfig, type ChildLine, type TorturePlan } from './plan.js';
+import { seededRandom } from '../helpers/seeded-random.js';
+import { HERMES_KEY, HERM_KEY, TOOL_NAME, pick, planRound, type ChildConfig, type ChildLine, type TorturePlan } from './plan.js';
 import { createPostgresStore, createSqliteStore, type TortureStore } from './stores.js';
 
 export interface TortureOptions {
