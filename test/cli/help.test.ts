@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { expectOneErrorLine, runCli } from './helpers.js';
+import { CHECK_IDS, expectOneErrorLine, runCli } from './helpers.js';
 
 describe('hermes-aip --help', { timeout: 60_000 }, () => {
   it('prints the top-level help with every command and exits 0', async () => {
@@ -28,16 +28,7 @@ describe('hermes-aip --help', { timeout: 60_000 }, () => {
 
   it('lists the eight checks in the qualify help', async () => {
     const run = await runCli(['qualify', '-h']);
-    for (const check of [
-      'discovery',
-      'start_and_status',
-      'ordered_events',
-      'isolated_approvals',
-      'approval_requires_evidence',
-      'stop_followed',
-      'disconnect_reconciled',
-      'evidence_loss',
-    ]) {
+    for (const check of CHECK_IDS) {
       expect(run.stdout).toContain(check);
     }
   });

@@ -9,6 +9,7 @@
 import { connect } from 'node:net';
 import { Readable } from 'node:stream';
 import { request } from 'undici';
+import { HERMES_SECURITY_HEADERS } from '../helpers/hermes-headers.js';
 
 export interface Server {
   readonly baseUrl: string;
@@ -21,15 +22,6 @@ const RUN_ID = /run_[0-9a-f]{32}/g;
 const TIME_KEYS = new Set(['timestamp', 'created_at', 'updated_at']);
 /** Texts a model or Hermes' own wording decides, which the two servers cannot share. */
 const TEXT_KEYS = new Set(['delta', 'text', 'output', 'command', 'preview', 'description', 'pattern_key', 'pattern_keys']);
-const SECURITY_HEADERS = [
-  'content-security-policy',
-  'permissions-policy',
-  'strict-transport-security',
-  'x-content-type-options',
-  'x-frame-options',
-  'x-xss-protection',
-  'referrer-policy',
-];
 const COMPARED_HEADERS = ['content-type', 'cache-control', 'x-accel-buffering', 'retry-after', 'content-length'];
 const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
 const MAX_BODY_BYTES = 10_000_000;
@@ -235,8 +227,8 @@ function hasPythonSeparators(payload: string): boolean {
 
 /** The compared headers, and whether all, none or some of the seven security headers were sent. */
 function headerSummary(headers: Record<string, string | string[] | undefined>, stream: boolean): Entry {
-  const present = SECURITY_HEADERS.filter((name) => headers[name] !== undefined).length;
-  const summary: Entry = { security: present === 0 ? 'none' : present === SECURITY_HEADERS.length ? 'all' : 'some' };
+  const present = HERMES_SECURITY_HEADERS.filter((name) => headers[name] !== undefined).length;
+  const summary: Entry = { security: present === 0 ? 'none' : present === HERMES_SECURITY_HEADERS.length ? 'all' : 'some' };
   for (const name of COMPARED_HEADERS) {
     const value = headers[name];
     if (value === undefined) continue;

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { HERMES_SECURITY_HEADERS } from '../helpers/hermes-headers.js';
 import {
   captureRequest,
   closeSims,
@@ -133,15 +134,7 @@ describe('answers match the captured bytes', () => {
  * a stream, `allow_permanent` in `approval.request`, `tool.started` before the approval, and
  * `reasoning.available` after every turn with text.
  */
-const SECURITY_HEADER_NAMES = new Set([
-  'content-security-policy',
-  'permissions-policy',
-  'strict-transport-security',
-  'x-content-type-options',
-  'x-frame-options',
-  'x-xss-protection',
-  'referrer-policy',
-]);
+const SECURITY_HEADER_NAMES = new Set<string>(HERMES_SECURITY_HEADERS);
 const withoutSecurityHeaders = (headers: Array<[string, string]>) => headers.filter(([name]) => !SECURITY_HEADER_NAMES.has(name.toLowerCase()));
 const withoutAllowPermanent = (frame: string) => frame.replace('"allow_permanent": true, ', '');
 
