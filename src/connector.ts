@@ -8,6 +8,7 @@ import { resolveConfig, type ResolvedConfig } from './config.js';
 import { HermesFailure, toProtocolError } from './failures.js';
 import { EndpointPools } from './transport/http.js';
 import { typedId } from './internal/ids.js';
+import { SlotList } from './internal/slot-list.js';
 import { type GuardedOutcome, IdempotencyGuard } from './ledger/idempotency.js';
 import { instrumentLedger } from './ledger/instrumented.js';
 import { isSettled } from './ledger/run-status.js';
@@ -47,19 +48,12 @@ export function createHermesConnector(options: HermesConnectorOptions): HermesCo
     }),
     openCalls,
   };
-  // A list with swap-removal rather than a Set, which rehashes every few calls as they come and go.
-  const inFlight: { work: Promise<unknown>; at: number }[] = [];
+  const inFlight = new SlotList<{ work: Promise<unknown>; slot: number }>();
   const track = <T>(work: Promise<T>): Promise<T> => {
-    const entry = { work, at: inFlight.length };
-    inFlight.push(entry);
+    const entry = { work, slot: -1 };
+    inFlight.add(entry);
     // then(done, done), not finally(): a second promise that rejects again would be unhandled.
-    const done = () => {
-      const last = inFlight.pop() as typeof entry;
-      if (last !== entry) {
-        inFlight[entry.at] = last;
-        last.at = entry.at;
-      }
-    };
+    const done = () => inFlight.remove(entry);
     work.then(done, done);
     return work;
   };
@@ -90,7 +84,7 @@ export function createHermesConnector(options: HermesConnectorOptions): HermesCo
       if (openCalls.closed) return;
       openCalls.close();
       deps.guard.close();
-      await Promise.allSettled(inFlight.map((entry) => entry.work));
+      await Promise.allSettled(inFlight.items.map((entry) => entry.work));
       await deps.pools.close();
       await ownLedger?.close();
     },

@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { SlotList } from '../internal/slot-list.js';
 
 export type AbortCause = 'cancelled' | 'closed' | 'deadline' | 'timeout';
 
@@ -21,7 +22,7 @@ export class ScopeSignal extends EventEmitter {
  * garbage per call). Each scope knows its place in the list; removal moves the last one there.
  */
 export class OpenCalls {
-  readonly #scopes: CallScope[] = [];
+  readonly #scopes = new SlotList<CallScope>();
   #closed = false;
 
   get closed(): boolean {
@@ -31,28 +32,19 @@ export class OpenCalls {
   /** Aborts every open call with cause `closed`; calls opened later start aborted. */
   close(): void {
     this.#closed = true;
-    for (const scope of [...this.#scopes]) scope.closeCall();
+    for (const scope of [...this.#scopes.items]) scope.closeCall();
   }
 
   get size(): number {
-    return this.#scopes.length;
+    return this.#scopes.items.length;
   }
 
   add(scope: CallScope): void {
-    if (scope.openCallSlot !== -1) return;
-    scope.openCallSlot = this.#scopes.length;
-    this.#scopes.push(scope);
+    this.#scopes.add(scope);
   }
 
   delete(scope: CallScope): void {
-    const at = scope.openCallSlot;
-    if (at === -1 || this.#scopes[at] !== scope) return;
-    const last = this.#scopes.pop() as CallScope;
-    if (last !== scope) {
-      this.#scopes[at] = last;
-      last.openCallSlot = at;
-    }
-    scope.openCallSlot = -1;
+    this.#scopes.remove(scope);
   }
 }
 
@@ -86,8 +78,8 @@ export class CallScope {
   /** Made only when there is a caller signal to listen to (most calls have none). */
   #onParentAbort: (() => void) | undefined;
   #timer: NodeJS.Timeout | undefined;
-  /** Its place in its OpenCalls' list while it is open, else -1 (OpenCalls' bookkeeping). */
-  openCallSlot = -1;
+  /** Its place in its OpenCalls' list while it is open, else -1 (the list's bookkeeping). */
+  slot = -1;
 
   constructor({ signal, openCalls, deadline, timeoutMs, now }: CallScopeOptions) {
     this.#parent = signal;
