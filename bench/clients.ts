@@ -53,7 +53,7 @@ export interface BareStreamResult {
  * the end. No response stream, no status or content-type policy, no UTF-8 validation: what any
  * client built on undici has to do at the least.
  */
-export function bareDispatchStatus(pool: Pool, origin: string, runId: string): Promise<unknown> {
+export function bareDispatchStatus(pool: Dispatcher, origin: string, runId: string): Promise<unknown> {
   const options: Dispatcher.DispatchOptions = {
     origin,
     path: `/v1/runs/${encodeURIComponent(runId)}`,

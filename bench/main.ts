@@ -5,6 +5,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { benchDiscovery } from './discovery.js';
+import { benchPipelineCost } from './pipeline-cost.js';
 import { gcSource } from './heap.js';
 import { LEDGER_CONCURRENCY, benchLedgerCost } from './ledger-cost.js';
 import { CONCURRENT_DELTAS, benchMemory } from './memory.js';
@@ -17,7 +18,7 @@ import { benchTelemetry } from './telemetry.js';
 
 const MIN_ROUNDS = 5;
 /** The sections `--only` can name, in the order they run. */
-const SECTIONS = ['discovery', 'request', 'stream', 'memory', 'telemetry', 'ledger', 'scale'] as const;
+const SECTIONS = ['discovery', 'request', 'stream', 'memory', 'telemetry', 'pipeline', 'ledger', 'scale'] as const;
 type SectionName = (typeof SECTIONS)[number];
 
 function parseArgs(argv: string[]): BenchSettings {
@@ -89,6 +90,8 @@ async function main(): Promise<number> {
       await server.close();
     }
   }
+  // No server at all: an in-memory dispatcher.
+  if (runs('pipeline')) sections.push(await section('Pipeline cost', () => benchPipelineCost(settings, log)));
   // Their own servers: run_start answers, and streams held open until released.
   if (runs('ledger')) sections.push(await section('Ledger cost', () => benchLedgerCost(settings, log)));
   if (runs('scale')) sections.push(await section('Scale', () => benchScale(settings, log)));

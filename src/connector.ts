@@ -316,15 +316,22 @@ function evidenceOf(deps: PipelineDeps, { entry, action, input, context }: Admit
   return patch ? { update: run, patch } : undefined;
 }
 
-/** Keeps the evidence of a call that has no idempotency record to store it with. */
-async function keepEvidence(deps: PipelineDeps, { logger }: AdmittedAction, { result, evidence }: GuardedOutcome): Promise<AipActionResult> {
-  try {
-    if (evidence && 'bind' in evidence) await deps.ledger.recordRun(evidence.bind);
-    else if (evidence) await deps.ledger.updateRun(evidence.update, evidence.patch);
-  } catch (error) {
+/**
+ * Keeps the evidence of a call that has no idempotency record to store it with. A failing ledger
+ * is logged and the result still returned. No async frame of its own: this runs on every status read.
+ */
+function keepEvidence(deps: PipelineDeps, { logger }: AdmittedAction, { result, evidence }: GuardedOutcome): AipActionResult | Promise<AipActionResult> {
+  if (!evidence) return result;
+  const failed = (error: unknown) => {
     logger.error({ err: errorName(error) }, 'run ledger failed to keep evidence');
+    return result;
+  };
+  try {
+    const write = 'bind' in evidence ? deps.ledger.recordRun(evidence.bind) : deps.ledger.updateRun(evidence.update, evidence.patch);
+    return write.then(() => result, failed);
+  } catch (error) {
+    return failed(error); // a custom ledger that throws rather than rejects
   }
-  return result;
 }
 
 /** reconcile(): one status read per open binding; the pipeline records what it learns (404 → evidence lost). */

@@ -78,6 +78,8 @@ export function createMemoryLedger(options: MemoryLedgerOptions = {}): RunLedger
     if (runs.size > maxRuns) dropRun(runs.keys().next().value as string);
   };
   const updateRun = (run: RunRef, patch: RunEvidencePatch) => {
+    // Most status reads concern runs this ledger never bound: no array built for those.
+    if (!keysById.has(run.run_id)) return;
     for (const evidence of bindingsWith(run.run_id)) {
       if (evidence.run_id !== run.run_id || evidence.endpoint_id !== run.endpoint_id || evidence.tenant_id !== run.tenant_id) continue;
       if (!isSettled(evidence)) assignDefined(evidence, patch);

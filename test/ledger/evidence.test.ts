@@ -6,7 +6,8 @@
  */
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import type { AipActionResult, ExecutionContext, RunEventsOutput, RunEvidence } from 'aip-connector-hermes-agent';
+import { createMemoryLedger, type AipActionResult, type ExecutionContext, type RunEventsOutput, type RunEvidence } from 'aip-connector-hermes-agent';
+import { captureLogger } from '../helpers/capture-logger.js';
 import { API_KEY, ENDPOINT, eventually, grantFor, harnessFactory, nextId, script, type Harness } from '../helpers/harness.js';
 import { LEDGER_BACKENDS } from '../helpers/ledgers.js';
 
@@ -315,4 +316,36 @@ describe.each(LEDGER_BACKENDS)('run evidence: $name ledger', (backend) => {
       expect(h.sim.requests.length).toBe(before);
     });
   });
+});
+
+describe('a ledger that fails to keep evidence', () => {
+  /** A memory ledger whose updateRun fails: by rejecting, or (a custom ledger's mistake) by throwing. */
+  const failingLedger = (how: 'rejects' | 'throws') => {
+    const ledger = createMemoryLedger();
+    const secret = `password=${API_KEY}`;
+    ledger.updateRun =
+      how === 'rejects'
+        ? () => Promise.reject(new RangeError(secret))
+        : () => {
+            throw new RangeError(secret);
+          };
+    return ledger;
+  };
+
+  for (const how of ['rejects', 'throws'] as const) {
+    it(`whose updateRun ${how}: the status read still completes, and the log names only the error class`, async () => {
+      const capture = captureLogger();
+      const h = await harness({ connector: { ledger: failingLedger(how), logger: capture.logger } });
+      const started = await h.invoke({ capability_id: h.cap('run_start'), input: { body: { input: 'hi', sim_script: script.long() } }, idempotency_key: nextId('key') });
+      expect(started.status).toBe('completed');
+
+      const read = await h.invoke({ capability_id: h.cap('run_status'), input: { run_id: runIdOf(started) } });
+      expect(read.status, JSON.stringify(read.error)).toBe('completed');
+      expect(read.error).toBeUndefined();
+      const failures = capture.lines.filter((line) => line['msg'] === 'run ledger failed to keep evidence');
+      expect(failures).toHaveLength(1);
+      expect(failures[0]?.['err']).toBe('RangeError');
+      expect(capture.raw()).not.toContain(API_KEY);
+    });
+  }
 });
