@@ -25,6 +25,23 @@ export interface StreamRound {
   chunks?: number;
 }
 
+/**
+ * Streams per side and round. One 100k-event stream takes about 0.1 s, short enough for a
+ * scheduler hiccup on a shared machine to move a single stream's rate by 10 %; a round sums
+ * several streams per side, the sides alternating stream by stream.
+ */
+const STREAMS_PER_ROUND = { quick: 3, full: 5 };
+
+/** A side's streams of one round as one: events, wall time and CPU summed. */
+function mergeStreams(streams: StreamRound[]): StreamRound {
+  const events = streams.reduce((sum, stream) => sum + stream.events, 0);
+  const seconds = streams.reduce((sum, stream) => sum + stream.seconds, 0);
+  const cpuUs = streams.reduce((sum, stream) => sum + stream.cpu_us_per_event * stream.events, 0);
+  const merged: StreamRound = { events, seconds, events_per_s: events / seconds, cpu_us_per_event: cpuUs / events };
+  if (streams[0]?.chunks !== undefined) merged.chunks = streams.reduce((sum, stream) => sum + (stream.chunks ?? 0), 0);
+  return merged;
+}
+
 function cpuMicros(since: NodeJS.CpuUsage): number {
   const used = process.cpuUsage(since);
   return used.user + used.system;
@@ -91,14 +108,17 @@ export async function benchStreamThroughput(server: BenchServer, settings: Bench
   const connector = newConnector(server.origin);
   const pool = newBarePool(server.origin);
   try {
-    log(`  ${settings.rounds} rounds x (bare, connector, connector + onChunk), ${STREAM_EVENTS} events each, ${server.streamBytes.get(STREAM_EVENTS)} bytes`);
+    const slices = settings.quick ? STREAMS_PER_ROUND.quick : STREAMS_PER_ROUND.full;
+    log(
+      `  ${settings.rounds} rounds x ${slices} alternating streams per side (bare, connector, connector + onChunk), ${STREAM_EVENTS} events each, ${server.streamBytes.get(STREAM_EVENTS)} bytes`,
+    );
     const { rounds, records } = await interleave<StreamRound, 'bare' | 'connector' | 'connector_onchunk'>(
       {
         bare: () => bareRound(pool, server.origin, text),
         connector: () => connectorRound(connector, text, false),
         connector_onchunk: () => connectorRound(connector, text, true),
       },
-      { rounds: settings.rounds, warmupRounds: settings.warmupRounds, before: () => fullGc(1) },
+      { rounds: settings.rounds, warmupRounds: settings.warmupRounds, slices, merge: mergeStreams, before: () => fullGc(1) },
     );
     const rate = (side: keyof typeof rounds) => rounds[side].map((round) => round.events_per_s);
     const cpu = (side: keyof typeof rounds) => rounds[side].map((round) => round.cpu_us_per_event);
@@ -143,7 +163,7 @@ export async function benchStreamThroughput(server: BenchServer, settings: Bench
     return {
       id: 'stream_throughput',
       title: 'Stream throughput (run_events)',
-      config: { events: STREAM_EVENTS, max_events: STREAM_EVENTS, body_bytes: server.streamBytes.get(STREAM_EVENTS) },
+      config: { events: STREAM_EVENTS, max_events: STREAM_EVENTS, body_bytes: server.streamBytes.get(STREAM_EVENTS), streams_per_side_and_round: slices },
       figures,
       rounds: records,
       errors: [],
