@@ -1,6 +1,6 @@
 import { inspect } from 'node:util';
 
-const REDACTED = '[REDACTED]';
+export const REDACTED = '[REDACTED]';
 
 /**
  * Holds a credential so that it cannot leak by accident: JSON, string conversion and

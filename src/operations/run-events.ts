@@ -112,38 +112,42 @@ async function readStream(
   const secret = call.endpoint.apiKey?.reveal();
   const decoder = new SseDecoder({ maxFrameBytes: limits.maxSseFrameBytes, maxStreamBytes: limits.maxStreamResponseBytes }, call.endpoint.id, secret);
   const text: string[] = [];
+  const reader: StreamReader = {
+    publisher: call.publisher,
+    output,
+    text,
+    scope,
+    trace,
+    maxEvents,
+    next: 0,
+    published: undefined,
+    endAfterPublished: undefined,
+  };
+  /** Records and publishes one read's items; how the stream ended, if one of them ended it. */
+  const take = async (items: SseItem[]): Promise<StreamEnd | undefined> => {
+    reader.next = 0;
+    for (;;) {
+      const end = takeItems(items, reader);
+      if (end !== undefined || reader.published === undefined) return end;
+      const published = reader.published;
+      reader.published = undefined;
+      await untilPublished(published, call, scope, output.http_status);
+      if (reader.endAfterPublished) return reader.endAfterPublished;
+    }
+  };
   try {
     // Leaving this loop early (return or throw) destroys the body and so closes the socket.
-    const reader: StreamReader = {
-      publisher: call.publisher,
-      output,
-      text,
-      scope,
-      trace,
-      maxEvents,
-      next: 0,
-      published: undefined,
-      endAfterPublished: undefined,
-    };
     for await (const chunk of response.body as AsyncIterable<Buffer>) {
-      const items = decoder.push(chunk);
-      reader.next = 0;
-      for (;;) {
-        const end = takeItems(items, reader);
-        if (end !== undefined) return end;
-        if (reader.published === undefined) break;
-        const published = reader.published;
-        reader.published = undefined;
-        await untilPublished(published, call, scope, output.http_status);
-        if (reader.endAfterPublished) return reader.endAfterPublished;
-      }
+      const end = await take(decoder.push(chunk));
+      if (end !== undefined) return end;
       if (decoder.failure) throw decoder.failure;
     }
-    return { kind: 'closed' };
+    return (await take(decoder.finish())) ?? CLOSED;
   } catch (error) {
     if (error instanceof HermesFailure || scope.cause !== undefined)
       throw transportFailure(error, scope, call.pools.targetFor(call.endpoint).peer, 'body', output.http_status);
-    return { kind: 'broken', transportCode: transportErrorCode(error) };
+    // The connection broke; the events held back for a possible key are still the run's events.
+    return (await take(decoder.finish())) ?? { kind: 'broken', transportCode: transportErrorCode(error) };
   } finally {
     // Each event is redacted already; a key split across deltas only appears once they are joined.
     const joined = text.join('');

@@ -2,6 +2,7 @@ import { HermesFailure } from '../failures.js';
 import { MAX_PROVIDER_JSON_DEPTH, mayHold, parseProviderJson, type ProviderJsonRefused } from './provider-json.js';
 import { redactText } from '../internal/secret.js';
 import type { HermesSseEvent } from '../types.js';
+import { SplitKeyGuard } from './split-key.js';
 import { StrictUtf8Decoder, type InvalidUtf8 } from './utf8.js';
 
 /** The `[DONE]` marker among a push's items; every other item is an event as decoded (no wrapper per event). */
@@ -50,6 +51,8 @@ export class SseDecoder {
   readonly #endpointId: string;
   readonly #secret: string | undefined;
   readonly #utf8 = new StrictUtf8Decoder();
+  /** With a key: holds back deltas that may be the start of the key spelled across several of them. */
+  readonly #splitKey: SplitKeyGuard | undefined;
   #items: SseItem[] = [];
   #bytesRead = 0;
   #pendingFrameBytes = 0;
@@ -85,6 +88,7 @@ export class SseDecoder {
     this.#limits = limits;
     this.#endpointId = endpointId;
     this.#secret = secret;
+    this.#splitKey = secret === undefined ? undefined : new SplitKeyGuard(secret);
   }
 
   get bytesRead(): number {
@@ -131,10 +135,21 @@ export class SseDecoder {
     this.#parse(text);
     // A bad frame inside the text comes before a fault in the bytes that follow it.
     this.#failure ??= fault;
-    const items = this.#items;
+    const decoded = this.#items;
     this.#items = [];
+    const items = this.#splitKey ? this.#splitKey.sift(decoded, this.#failure !== undefined) : decoded;
     if (this.#failure && items.length === 0) throw this.#failure;
     return items;
+  }
+
+  /**
+   * The stream's end: the events still held back (see SplitKeyGuard), which no delta can complete
+   * any more. Call once the body has ended or broken.
+   */
+  finish(): SseItem[] {
+    const held: SseItem[] = [];
+    this.#splitKey?.release(held);
+    return held;
   }
 
   /**

@@ -22,6 +22,7 @@ import {
   type AipActionResult,
   type AipStreamChunk,
   type ExecutionContext,
+  type RunEventsOutput,
   type HermesConnector,
 } from 'aip-connector-hermes-agent';
 import { startHermesSimulator, type HermesSimulator } from 'aip-connector-hermes-agent/simulator';
@@ -393,6 +394,9 @@ describe('secret canary: the API key appears nowhere but in the Authorization he
   });
 });
 
+/** A chunk's text part, '' when it has none. */
+const textOf = (chunk: AipStreamChunk) => (chunk.part?.type === 'text' ? chunk.part.text : '');
+
 describe('secret canary: a provider that reflects the key into successful answers', () => {
   /** The key in a value, in a member name and behind JSON escapes, which only a parse reveals. */
   const reflecting = (fields: Record<string, unknown>) =>
@@ -448,6 +452,12 @@ describe('secret canary: a provider that reflects the key into successful answer
     // The answers were used, with the key replaced rather than the values dropped.
     const events = evidence.items.find(({ what }) => what === `result of ${cap('run_events')}`)?.value as AipActionResult;
     expect(events.message).toEqual([{ type: 'text', text: 'key [REDACTED] and [REDACTED]' }]);
+    // The key split across two deltas is in no delta and no chunk either: joined, they read as the message.
+    const deltas = (events.output as RunEventsOutput).events.filter((event) => event.event === 'message.delta').map((event) => event.data.delta);
+    expect(deltas).toEqual([`key [REDACTED]`, ' and [REDACTED]', '']);
+    const chunkTexts = evidence.items.filter(({ what }) => what === `chunk of ${cap('run_events')}`).map(({ value }) => textOf(value as AipStreamChunk));
+    expect(chunkTexts.join('')).not.toContain(CANARY_KEY);
+    expect(chunkTexts.slice(0, 3)).toEqual(['key [REDACTED]', ' and [REDACTED]', '']);
     expect((events.output as { events: Array<{ event: string; id?: string }> }).events.slice(-2)).toEqual([
       { event: 'reasoning.[REDACTED]', id: '[REDACTED]', data: { text: '[REDACTED]' } },
       { event: 'run.completed', data: { event: 'run.completed', output: '[REDACTED]' } },
@@ -499,3 +509,39 @@ const sseCutAfterOneEvent: FaultHandler = async (exchange) => {
   await exchange.sleep(20);
   exchange.reset();
 };
+
+describe('secret canary: the start of the key at the end of a stream', () => {
+  /** A stream whose last delta ends with the first characters of the key, then a clean close or a reset. */
+  const cutAfterKeyStart =
+    (ending: 'close' | 'reset'): FaultHandler =>
+    async (exchange) => {
+      if (!exchange.request.target.endsWith('/events')) return exchange.respond(200, '{"run_id": "run_x", "status": "running"}', { 'Content-Type': JSON_TYPE });
+      await exchange.head(200, { 'Content-Type': SSE_TYPE, 'Transfer-Encoding': 'chunked' });
+      await exchange.chunk(`data: ${JSON.stringify({ event: 'message.delta', run_id: 'run_x', delta: 'first' })}\n\n`);
+      await exchange.chunk(`data: ${JSON.stringify({ event: 'message.delta', run_id: 'run_x', delta: ` then ${CANARY_KEY.slice(0, 6)}` })}\n\n`);
+      if (ending === 'close') await exchange.endChunked();
+      else {
+        await exchange.sleep(50);
+        exchange.reset();
+      }
+    };
+
+  it.each(['close', 'reset'] as const)('a %s: the held delta is in the events, the chunks and the text, as sent', async (ending) => {
+    const server = await startFaultServer(cutAfterKeyStart(ending));
+    closers.push(() => server.close());
+    const connector = createHermesConnector({ endpoints: [{ id: 'cut', baseUrl: server.url, apiKey: CANARY_KEY }] });
+    closers.push(() => connector.close());
+    const parts: string[] = [];
+    const result = await connector.invoke(
+      { id: nextId('cut'), capability_id: 'cap:hermes_agent:cut:run_events', input: { run_id: 'run_x' } },
+      { onChunk: (chunk) => void parts.push(textOf(chunk) || `(${chunk.kind})`) },
+    );
+    expect(result.error?.code).toBe(`${PREFIX}stream_incomplete`);
+    const output = result.output as RunEventsOutput;
+    const sent = ['first', ` then ${CANARY_KEY.slice(0, 6)}`];
+    expect(output.events.map((event) => event.data.delta)).toEqual(sent);
+    expect(output.text).toBe(sent.join(''));
+    expect(parts.slice(0, 2)).toEqual(sent);
+    expect(result.error?.message).toContain(ending === 'close' ? 'closed without a terminal event' : 'broke');
+  });
+});

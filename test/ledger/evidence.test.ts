@@ -336,7 +336,11 @@ describe('a ledger that fails to keep evidence', () => {
     it(`whose updateRun ${how}: the status read still completes, and the log names only the error class`, async () => {
       const capture = captureLogger();
       const h = await harness({ connector: { ledger: failingLedger(how), logger: capture.logger } });
-      const started = await h.invoke({ capability_id: h.cap('run_start'), input: { body: { input: 'hi', sim_script: script.long() } }, idempotency_key: nextId('key') });
+      const started = await h.invoke({
+        capability_id: h.cap('run_start'),
+        input: { body: { input: 'hi', sim_script: script.long() } },
+        idempotency_key: nextId('key'),
+      });
       expect(started.status).toBe('completed');
 
       const read = await h.invoke({ capability_id: h.cap('run_status'), input: { run_id: runIdOf(started) } });
