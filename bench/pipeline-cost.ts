@@ -1,6 +1,6 @@
 /**
  * 1b. The pipeline's own cost: `run_status` through `connector.invoke` against the bare minimal
- * `dispatch()` handler (clients.ts, `bareDispatchStatus`), both on an in-memory dispatcher that
+ * `dispatch()` handler (request-overhead.ts, `bareDispatchCall`), both on an in-memory dispatcher that
  * answers every request on the next turn of the event loop with the bench server's exact status
  * response. No sockets, no kernel and no server share the CPU, so the difference between the two
  * sides is what the connector itself does per call (validation, policy gates, headers, the call's
@@ -12,11 +12,11 @@
  */
 import { Dispatcher } from 'undici';
 import { createHermesConnector } from 'aip-connector-hermes-agent';
-import { ENDPOINT_ID, bareDispatchStatus } from './clients.js';
+import { ENDPOINT_ID } from './clients.js';
 import { fullGc } from './heap.js';
 import { pairedFigure, type BenchSettings, type Log, type SectionResult } from './report.js';
-import { CONCURRENCY, concurrentRound, connectorCall, slice, type Slice } from './request-overhead.js';
-import { BENCH_API_KEY, STATUS_RUN_ID, renderStatus } from './servers.js';
+import { CONCURRENCY, bareDispatchCall, concurrentRound, connectorCall, slice, type Slice } from './request-overhead.js';
+import { BENCH_API_KEY, renderStatus } from './servers.js';
 import { interleave } from './stats.js';
 
 /** Never dialled: the in-memory dispatcher answers every request itself. */
@@ -70,10 +70,7 @@ export async function benchPipelineCost(settings: BenchSettings, log: Log): Prom
   const dispatcher = new InMemoryStatusDispatcher();
   const connector = createHermesConnector({ endpoints: [{ id: ENDPOINT_ID, baseUrl: ORIGIN, apiKey: BENCH_API_KEY }], dispatcher });
   const viaConnector = connectorCall(connector);
-  const viaBare = async () => {
-    const status = (await bareDispatchStatus(dispatcher, ORIGIN, STATUS_RUN_ID)) as { run_id?: unknown };
-    if (status.run_id !== STATUS_RUN_ID) throw new Error('bare dispatch run_status read the wrong body');
-  };
+  const viaBare = bareDispatchCall(dispatcher, ORIGIN);
   try {
     for (const call of [viaBare, viaConnector]) await slice(call, 4 * plan.per, CONCURRENCY);
     log(`  in-memory dispatcher, concurrency ${CONCURRENCY}: ${settings.rounds} rounds x ${plan.slices} alternating slices x ${plan.per} calls per side`);

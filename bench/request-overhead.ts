@@ -6,7 +6,7 @@
  * handler that collects the body and parses it at the end (clients.ts, `bareDispatchStatus`).
  */
 import { performance } from 'node:perf_hooks';
-import type { Pool } from 'undici';
+import type { Dispatcher, Pool } from 'undici';
 import type { HermesConnector } from 'aip-connector-hermes-agent';
 import { bareDispatchStatus, bareStatus, capabilityId, newBarePool, newConnector } from './clients.js';
 import { fullGc } from './heap.js';
@@ -116,7 +116,7 @@ function bareCall(pool: Pool, origin: string): Call {
   };
 }
 
-function bareDispatchCall(pool: Pool, origin: string): Call {
+export function bareDispatchCall(pool: Dispatcher, origin: string): Call {
   return async () => {
     const status = (await bareDispatchStatus(pool, origin, STATUS_RUN_ID)) as { run_id?: unknown };
     if (status.run_id !== STATUS_RUN_ID) throw new Error('bare dispatch run_status read the wrong body');

@@ -48,11 +48,10 @@ export class SplitKeyGuard {
     return out;
   }
 
-  /** Whether the item is a delta whose text ends with the start of the key. The cheap test first: most texts end with a character no key prefix ends with. */
+  /** Whether the item is a delta whose text ends with the start of the key; its event name is compared last, as most texts fail the cheap test. */
   #startsKey(item: object): boolean {
     const delta = (item as Partial<HermesSseEvent>).data?.delta;
-    if (typeof delta !== 'string' || !this.#mayEndKeyPrefix(delta)) return false;
-    return (item as HermesSseEvent).event === 'message.delta' && this.#keyPrefixAt(delta, 0) !== -1;
+    return typeof delta === 'string' && this.#keyPrefixAt(delta, 0) !== -1 && (item as HermesSseEvent).event === 'message.delta';
   }
 
   #mayEndKeyPrefix(text: string): boolean {
@@ -95,9 +94,9 @@ export class SplitKeyGuard {
    * text's end: the longest one, or -1. Compared in place: no string is made per candidate.
    */
   #keyPrefixAt(text: string, from: number): number {
+    if (!this.#mayEndKeyPrefix(text)) return -1; // the cheap test: one table lookup
     const key = this.#key;
     const length = text.length;
-    if (!this.#mayEndKeyPrefix(text)) return -1;
     for (let at = text.indexOf(this.#keyStart, Math.max(from, length - key.length + 1)); at !== -1; at = text.indexOf(this.#keyStart, at + 1)) {
       let matched = 1;
       while (at + matched < length && text.charCodeAt(at + matched) === key.charCodeAt(matched)) matched++;
