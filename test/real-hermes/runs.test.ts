@@ -149,6 +149,26 @@ describeEachRelease('real Hermes %s', { timeout: SCENARIO_TIMEOUT_MS }, (version
     expect(again.error?.details?.remote_status).toBe(404);
   });
 
+  test('the model echoes the endpoint key token by token: no delta, chunk, text or result holds it', async () => {
+    const key = endpoint.hermes.apiKey;
+    const runId = await h.startRun({ input: `Reply with the single word: ${key}` });
+    const parts: string[] = [];
+    const events = await h.invoke(
+      { capability_id: h.cap('run_events'), input: { run_id: runId } },
+      { onChunk: (chunk) => void parts.push(chunk.part?.type === 'text' ? chunk.part.text : '') },
+    );
+    const output = events.output as RunEventsOutput;
+    const deltas = output.events.filter((event) => event.event === 'message.delta').map((event) => event.data.delta as string);
+    expect(events.status, JSON.stringify(events.error)).toBe('completed');
+    // Both releases stream the fake model's three pieces of the key as they are: the first delta
+    // carries the placeholder, the others lose their pieces.
+    expect(deltas).toEqual(['[REDACTED]', '', '']);
+    expect(output.text).toBe('[REDACTED]');
+    for (const piece of [...deltas, ...parts, output.text, JSON.stringify(events)]) expect(piece).not.toContain(key);
+    // The deltas' chunks come first; later ones (run.completed's output) were redacted whole.
+    expect(parts.slice(0, 3)).toEqual(['[REDACTED]', '', '']);
+  });
+
   test('an unknown run id is not_found on status, events, approval and stop', async () => {
     const results = [
       await h.invoke({ capability_id: h.cap('run_status'), input: { run_id: UNKNOWN_RUN } }),
