@@ -113,7 +113,7 @@ describe('a key split across deltas', () => {
 });
 
 describe('only what may still become the key is held', () => {
-  it('deltas that end with the key\'s first letter each leave as soon as the next delta shows that no key begins in them', () => {
+  it("deltas that end with the key's first letter each leave as soon as the next delta shows that no key begins in them", () => {
     const frames = Array.from({ length: 1000 }, () => delta('search'));
     const read = readFrames(frames);
     expect(read.pushes.map((items) => items.length)).toEqual([0, ...frames.slice(1).map(() => 1)]);
@@ -144,9 +144,11 @@ describe('only what may still become the key is held', () => {
     const deltaFrame = (text: string) => `data: ${JSON.stringify({ run_id: 'run_1', event: 'message.delta', delta: text })}\n\n`;
     // A text holding keys and pieces of keys, cut into consecutive deltas anywhere.
     const deltasArb = (key: string) =>
-      fc
-        .tuple(textOf(key), fc.array(fc.nat(), { maxLength: 6 }))
-        .map(([text, cuts]) => splitAt(Buffer.from(text, 'latin1'), cuts).map((piece) => deltaFrame(Buffer.from(piece).toString('latin1'))).join(''));
+      fc.tuple(textOf(key), fc.array(fc.nat(), { maxLength: 6 })).map(([text, cuts]) =>
+        splitAt(Buffer.from(text, 'latin1'), cuts)
+          .map((piece) => deltaFrame(Buffer.from(piece).toString('latin1')))
+          .join(''),
+      );
     const frameArb = (key: string) =>
       fc.oneof(
         { weight: 4, arbitrary: deltasArb(key) },
