@@ -1,11 +1,41 @@
 /**
- * What a stream's events must read once the endpoint's key is redacted, computed the slow and
- * obvious way, for the tests of the split-key hold-back: each event's strings with the key
+ * Streams for the tests of the split-key hold-back, and what their events must read once the
+ * endpoint's key is redacted, computed the slow and obvious way: each event's strings with the key
  * replaced (the per-event redaction), then each run of consecutive `message.delta` events joined,
  * the key searched left to right in the joined text, and each key found replaced by `[REDACTED]`
  * in the delta where it began and removed from the others.
  */
+import fc from 'fast-check';
+import { splitAt } from './split.js';
+
 const REDACTED = '[REDACTED]';
+
+/**
+ * A key of characters no other part of the tests' streams holds (`run_1`, the field and event
+ * names, `[REDACTED]`), several repeating themselves (`hh`, `hkh`), where a key may begin inside another.
+ */
+export const splitKeyArb = fc.array(fc.constantFrom('h', 'k', 'Q', '7', 'Z', '_'), { minLength: 2, maxLength: 6 }).map((chars) => chars.join(''));
+
+/** A text holding keys, pieces of the key and other characters. */
+export function keyTextArb(key: string): fc.Arbitrary<string> {
+  return fc
+    .array(
+      fc.oneof(
+        fc.constant(key),
+        fc.tuple(fc.nat(key.length), fc.nat(key.length)).map(([a, b]) => key.slice(Math.min(a, b), Math.max(a, b))),
+        fc.string({ unit: fc.constantFrom('h', 'k', 'Q', '7', 'Z', '_', ' ', 'a', 'é'), maxLength: 4 }),
+      ),
+      { maxLength: 4 },
+    )
+    .map((pieces) => pieces.join(''));
+}
+
+/** The texts of consecutive deltas: such a text cut anywhere. */
+export function keyDeltaTextsArb(key: string): fc.Arbitrary<string[]> {
+  return fc
+    .tuple(keyTextArb(key), fc.array(fc.nat(), { maxLength: 6 }))
+    .map(([text, cuts]) => splitAt(Buffer.from(text, 'latin1'), cuts).map((piece) => Buffer.from(piece).toString('latin1')));
+}
 
 export interface OracleEvent {
   event: string;

@@ -25,7 +25,7 @@ import {
 } from 'aip-connector-hermes-agent';
 import { byRoute, respondJson, respondNotFound, respondStatus, sseChunks } from '../helpers/fault-server.js';
 import { assertMatches, schemaValidator } from '../helpers/schema-check.js';
-import { redactedItems, releasableCount, type OracleEvent } from '../helpers/split-key-oracle.js';
+import { keyDeltaTextsArb, keyTextArb, redactedItems, releasableCount, splitKeyArb, type OracleEvent } from '../helpers/split-key-oracle.js';
 import { splitAt } from '../helpers/split.js';
 import {
   ENDPOINT,
@@ -882,33 +882,14 @@ describe('SSE split into arbitrary writes', () => {
  * the hold-back ever acts), with the key redacted as the oracle says.
  */
 describe('a key split across deltas, through a real socket', () => {
-  /** The endpoint's key: characters no other part of the stream holds, some keys repeating themselves. */
-  const keyArb = fc.array(fc.constantFrom('h', 'k', 'Q', '7', 'Z', '_'), { minLength: 2, maxLength: 6 }).map((chars) => chars.join(''));
-  const textArb = (key: string) =>
-    fc
-      .array(
-        fc.oneof(
-          fc.constant(key),
-          fc.tuple(fc.nat(key.length), fc.nat(key.length)).map(([a, b]) => key.slice(Math.min(a, b), Math.max(a, b))),
-          fc.string({ unit: fc.constantFrom('h', 'k', 'Q', '7', 'Z', '_', ' ', 'a', 'é'), maxLength: 4 }),
-        ),
-        { maxLength: 4 },
-      )
-      .map((pieces) => pieces.join(''));
   type Item = OracleEvent | 'DONE' | 'FAULT' | 'COMMENT';
   const event = (name: string, fields: Record<string, unknown>): OracleEvent => ({ event: name, data: { event: name, run_id: 'run_1', ...fields } });
-  const deltasArb = (key: string) =>
-    fc
-      .tuple(textArb(key), fc.array(fc.nat(), { maxLength: 5 }))
-      .map(([text, cuts]) =>
-        splitAt(Buffer.from(text, 'latin1'), cuts).map((piece) => event('message.delta', { delta: Buffer.from(piece).toString('latin1') })),
-      );
   const itemsArb = (key: string): fc.Arbitrary<Item[]> =>
     fc
       .array(
         fc.oneof(
-          { weight: 5, arbitrary: deltasArb(key) },
-          { weight: 1, arbitrary: textArb(key).map((text) => [event('tool.started', { output: text })]) },
+          { weight: 5, arbitrary: keyDeltaTextsArb(key).map((texts) => texts.map((delta) => event('message.delta', { delta }))) },
+          { weight: 1, arbitrary: keyTextArb(key).map((text) => [event('tool.started', { output: text })]) },
           { weight: 1, arbitrary: fc.constantFrom<Item[]>(['DONE'], ['COMMENT'], [event('run.completed', { output: 'done' })]) },
         ),
         { maxLength: 8 },
@@ -952,7 +933,7 @@ describe('a key split across deltas, through a real socket', () => {
     };
     await fc.assert(
       fc.asyncProperty(
-        keyArb.chain((key) =>
+        splitKeyArb.chain((key) =>
           fc.record({ key: fc.constant(key), items: itemsArb(key), cuts: fc.array(fc.nat(), { maxLength: 10 }), maxEvents: fc.integer({ min: 1, max: 30 }) }),
         ),
         async ({ key, items, cuts, maxEvents }) => {
@@ -965,12 +946,14 @@ describe('a key split across deltas, through a real socket', () => {
           // deltas held at the end of the bytes hold the item it stops at: then the server ends the stream.
           const plain = await read('~~~~~~~~', writes, maxEvents, fault || stop !== undefined);
           const keyed = await read(key, writes, maxEvents, fault || (stop !== undefined && releasableCount(decoded, key) > stop));
-          const streamEvents = decoded.filter((item): item is OracleEvent => typeof item !== 'string');
+          const isEvent = (item: Item): item is OracleEvent => typeof item !== 'string';
+          const streamEvents = decoded.filter(isEvent);
           const plainOutput = plain.result.output as RunEventsOutput;
           const cut = plainOutput.events.length;
           // Without a key, the events are the stream's, cut where reading stopped.
           expect(plainOutput.events).toEqual(streamEvents.slice(0, cut));
-          const events = redactedItems(streamEvents, key).slice(0, cut);
+          // [DONE] ends a run of deltas as any other item does.
+          const events = redactedItems(decoded, key).filter(isEvent).slice(0, cut);
           const text = events
             .flatMap((item) => (item.event === 'message.delta' ? [item.data.delta as string] : []))
             .join('')

@@ -11,7 +11,7 @@ import { SplitKeyGuard } from '../../src/transport/split-key.js';
 import { SseDecoder, isSseDone, type SseItem } from '../../src/transport/sse.js';
 import type { HermesSseEvent } from '../../src/types.js';
 import { caught } from '../helpers/fixtures.js';
-import { redactedItems, releasableCount } from '../helpers/split-key-oracle.js';
+import { keyDeltaTextsArb, keyTextArb, redactedItems, releasableCount, splitKeyArb } from '../helpers/split-key-oracle.js';
 import { splitAt } from '../helpers/split.js';
 
 const KEY = 'hk_live_7Qm2ZpX9vR4tK8sW';
@@ -127,35 +127,14 @@ describe('only what may still become the key is held', () => {
   });
 
   it('property: after every network read, exactly the deltas before the text that may still become the key have left, as the stream reads with the key redacted', () => {
-    // Keys from characters no other part of the stream holds ('run_1', the field and event names,
-    // '[REDACTED]'), several of them repeating themselves ('hh', 'hkh'), where a key may begin inside another.
-    const keyArb = fc.array(fc.constantFrom('h', 'k', 'Q', '7', 'Z', '_'), { minLength: 2, maxLength: 6 }).map((chars) => chars.join(''));
-    const textOf = (key: string) =>
-      fc
-        .array(
-          fc.oneof(
-            fc.constant(key),
-            fc.tuple(fc.nat(key.length), fc.nat(key.length)).map(([a, b]) => key.slice(Math.min(a, b), Math.max(a, b))),
-            fc.string({ unit: fc.constantFrom('h', 'k', 'Q', '7', 'Z', '_', ' ', 'a', 'é'), maxLength: 4 }),
-          ),
-          { maxLength: 4 },
-        )
-        .map((pieces) => pieces.join(''));
     const deltaFrame = (text: string) => `data: ${JSON.stringify({ run_id: 'run_1', event: 'message.delta', delta: text })}\n\n`;
-    // A text holding keys and pieces of keys, cut into consecutive deltas anywhere.
-    const deltasArb = (key: string) =>
-      fc.tuple(textOf(key), fc.array(fc.nat(), { maxLength: 6 })).map(([text, cuts]) =>
-        splitAt(Buffer.from(text, 'latin1'), cuts)
-          .map((piece) => deltaFrame(Buffer.from(piece).toString('latin1')))
-          .join(''),
-      );
     const frameArb = (key: string) =>
       fc.oneof(
-        { weight: 4, arbitrary: deltasArb(key) },
-        { weight: 1, arbitrary: textOf(key).map((text) => `data: ${JSON.stringify({ run_id: 'run_1', event: 'tool.started', output: text })}\n\n`) },
+        { weight: 4, arbitrary: keyDeltaTextsArb(key).map((texts) => texts.map(deltaFrame).join('')) },
+        { weight: 1, arbitrary: keyTextArb(key).map((text) => `data: ${JSON.stringify({ run_id: 'run_1', event: 'tool.started', output: text })}\n\n`) },
         { weight: 1, arbitrary: fc.constantFrom(': keepalive\n\n', 'data: [DONE]\n\n', 'data: {"event": "message.delta", "delta": 1}\n\n') },
       );
-    const streamArb = keyArb.chain((key) =>
+    const streamArb = splitKeyArb.chain((key) =>
       fc.record({
         key: fc.constant(key),
         frames: fc.array(frameArb(key), { maxLength: 8 }),
