@@ -96,8 +96,8 @@ export class SplitKeyGuard {
     const keys = keysIn(window, this.#key);
     const keysEnd = keys.length === 0 ? 0 : (keys[keys.length - 1] as number) + this.#key.length;
     const pendingAt = this.#keyPrefixAt(window, keysEnd);
-    // Where each held delta's text lies in `window`: the first one's starts before it, at -#pendingFrom.
     const releaseBefore = pendingAt === -1 ? window.length : pendingAt;
+    // Where each held delta's text lies in `window`: the first one's starts before it, at -#pendingFrom.
     let start = -this.#pendingFrom;
     let released = 0;
     for (const held of this.#held) {
