@@ -4,10 +4,14 @@ import type { HermesSseEvent } from '../types.js';
 /**
  * Keeps the endpoint's key from leaving a stream in pieces. A model that echoes the key streams it
  * token by token, so no single `message.delta` holds it and the per-event redaction cannot see it;
- * yet the deltas' texts, joined by the host, spell it. So a delta whose text ends with the start of
- * the key is held back until the deltas right after it either complete the key or stop matching
- * it. Then they leave together: a key completed across deltas becomes `[REDACTED]` in the delta
- * where it began and is removed from the others; deltas that never complete one leave untouched.
+ * yet the deltas' texts, joined by the host, spell it. So the guard holds back the deltas that
+ * overlap the end of the deltas' joined text from where it could still become the key (its longest
+ * end that is a proper prefix of the key, so shorter than the key), and releases every delta before
+ * that at once. A key completed across deltas becomes `[REDACTED]` in the delta where it began and
+ * is removed from the others; deltas that never complete one leave untouched. Each delta is
+ * compared with what is held, never with the text released before it, so its cost does not grow
+ * with the stream.
+ *
  * Any other item (a tool event, an approval request, the terminal event, `[DONE]`), a fault and
  * the end of the stream release what is held at once, ahead of it: only a run of consecutive
  * deltas is ever held, so no event the host must act on waits behind a delta. (A key split around
@@ -22,9 +26,12 @@ export class SplitKeyGuard {
   readonly #keyStart: string;
   /** The characters a proper prefix of the key can end with (a key is visible ASCII). */
   readonly #prefixEnds = new Uint8Array(128);
+  /** The deltas held back, in order: each overlaps #pending, or (empty) lies between two that do. */
   #held: object[] = [];
-  /** The joined text of the held deltas. */
-  #heldText = '';
+  /** The held deltas' text from where a key may still begin: a proper prefix of the key, '' when none is held. */
+  #pending = '';
+  /** Where #pending begins in the text of the first held delta. */
+  #pendingFrom = 0;
 
   constructor(key: string) {
     this.#key = key;
@@ -38,14 +45,29 @@ export class SplitKeyGuard {
    */
   sift<Item extends object>(items: Item[], ended: boolean): Item[] {
     let index = 0;
+    let out: object[];
     if (this.#held.length === 0) {
       while (index < items.length && !this.#startsKey(items[index] as Item)) index++;
       if (index === items.length) return items;
-    }
-    const out = items.slice(0, index);
+      out = items.slice(0, index);
+      this.#extend(items[index] as Item, (items[index] as HermesSseEvent).data.delta as string, out);
+      index++;
+    } else out = [];
     for (; index < items.length; index++) this.#take(items[index] as Item, out);
     if (ended) this.release(out);
-    return out;
+    return out as Item[];
+  }
+
+  /** Appends what is held to `out` (keys completed across deltas are redacted already) and holds nothing more. */
+  release(out: object[]): void {
+    for (const item of this.#held) out.push(item);
+    this.#holdNothing();
+  }
+
+  #holdNothing(): void {
+    this.#held = [];
+    this.#pending = '';
+    this.#pendingFrom = 0;
   }
 
   /** Whether the item is a delta whose text ends with the start of the key; its event name is compared last, as most texts fail the cheap test. */
@@ -54,39 +76,54 @@ export class SplitKeyGuard {
     return typeof delta === 'string' && this.#keyPrefixAt(delta, 0) !== -1 && (item as HermesSseEvent).event === 'message.delta';
   }
 
-  #mayEndKeyPrefix(text: string): boolean {
-    const last = text.charCodeAt(text.length - 1);
-    return last < 128 && this.#prefixEnds[last] === 1;
-  }
-
   #take(item: object, out: object[]): void {
     const delta = deltaOf(item);
     if (delta === undefined) {
       this.release(out);
       out.push(item);
-      return;
-    }
-    if (this.#held.length === 0) {
-      if (this.#keyPrefixAt(delta, 0) === -1) out.push(item);
-      else {
-        this.#held.push(item);
-        this.#heldText = delta;
-      }
-      return;
-    }
-    this.#held.push(item);
-    const text = this.#heldText + delta;
-    this.#heldText = text;
-    if (this.#keyPrefixAt(text, endOfLastKey(text, this.#key)) === -1) this.release(out);
+    } else if (this.#held.length === 0 && this.#keyPrefixAt(delta, 0) === -1) out.push(item);
+    else this.#extend(item, delta, out);
   }
 
-  /** Appends what is held to `out`, the keys completed across deltas redacted, and holds nothing more. */
-  release(out: object[]): void {
-    if (this.#held.length === 0) return;
-    if (this.#heldText.includes(this.#key)) this.#redactAcross();
-    for (const item of this.#held) out.push(item);
-    this.#held = [];
-    this.#heldText = '';
+  /**
+   * Holds the delta after those held, redacts the keys their text now completes, and releases
+   * the deltas that end before the text that may still become the key. Only `#pending` (shorter
+   * than the key) and the delta are searched.
+   */
+  #extend(item: object, delta: string, out: object[]): void {
+    this.#held.push(item);
+    const window = this.#pending + delta;
+    const keys = keysIn(window, this.#key);
+    const keysEnd = keys.length === 0 ? 0 : (keys[keys.length - 1] as number) + this.#key.length;
+    const pendingAt = this.#keyPrefixAt(window, keysEnd);
+    const releaseBefore = pendingAt === -1 ? window.length : pendingAt;
+    // Where each held delta's text lies in `window`: the first one's starts before it, at -#pendingFrom.
+    let start = -this.#pendingFrom;
+    let released = 0;
+    for (const held of this.#held) {
+      const text = deltaOf(held) as string;
+      const end = start + text.length;
+      const kept = keys.length === 0 ? text : withoutKeys(text, start, keys, this.#key.length);
+      if (kept !== text) (held as HermesSseEvent).data.delta = kept;
+      if (end > releaseBefore) {
+        // The pending text is the end of this delta, which no key touched.
+        this.#pendingFrom = kept.length - (end - releaseBefore);
+        break;
+      }
+      released++;
+      start = end;
+    }
+    for (let index = 0; index < released; index++) out.push(this.#held[index] as object);
+    if (released === this.#held.length) this.#holdNothing();
+    else {
+      if (released > 0) this.#held = this.#held.slice(released);
+      this.#pending = window.slice(releaseBefore);
+    }
+  }
+
+  #mayEndKeyPrefix(text: string): boolean {
+    const last = text.charCodeAt(text.length - 1);
+    return last < 128 && this.#prefixEnds[last] === 1;
   }
 
   /**
@@ -104,34 +141,6 @@ export class SplitKeyGuard {
     }
     return -1;
   }
-
-  /** Rewrites the held deltas so that each key their joined text spells reads `[REDACTED]`, in the delta where it began. */
-  #redactAcross(): void {
-    const key = this.#key;
-    const text = this.#heldText;
-    const keys: number[] = [];
-    for (let at = text.indexOf(key); at !== -1; at = text.indexOf(key, at + key.length)) keys.push(at);
-    let offset = 0;
-    for (const item of this.#held) {
-      const delta = deltaOf(item);
-      if (delta === undefined) continue;
-      const start = offset;
-      const end = offset + delta.length;
-      offset = end;
-      let kept = '';
-      let position = start;
-      for (const keyAt of keys) {
-        const keyEnd = keyAt + key.length;
-        if (keyEnd <= start || keyAt >= end) continue;
-        if (keyAt > position) kept += text.slice(position, keyAt);
-        if (keyAt >= start) kept += REDACTED;
-        position = Math.min(keyEnd, end);
-      }
-      if (position === start) continue; // no key touches this delta
-      kept += text.slice(position, end);
-      (item as HermesSseEvent).data.delta = kept;
-    }
-  }
 }
 
 /** A `message.delta` event's text; undefined for any other item. */
@@ -141,8 +150,28 @@ function deltaOf(item: object): string | undefined {
   return typeof delta === 'string' ? delta : undefined;
 }
 
-/** Where the text after the last whole key starts (0 when it holds none): a new key can only begin there. */
-function endOfLastKey(text: string, key: string): number {
-  const last = text.lastIndexOf(key);
-  return last === -1 ? 0 : last + key.length;
+/** Where the key occurs in `text`, left to right, each occurrence after the previous one's end. */
+function keysIn(text: string, key: string): number[] {
+  const keys: number[] = [];
+  for (let at = text.indexOf(key); at !== -1; at = text.indexOf(key, at + key.length)) keys.push(at);
+  return keys;
+}
+
+/**
+ * A delta's text, lying at `start` of the text where `keys` were found, with each key that begins
+ * in it replaced by `[REDACTED]` and the pieces of keys that began before it removed; `text`
+ * itself when no key touches it.
+ */
+function withoutKeys(text: string, start: number, keys: number[], keyLength: number): string {
+  let kept = '';
+  let position = 0;
+  for (const keyAt of keys) {
+    const from = keyAt - start;
+    const to = from + keyLength;
+    if (to <= 0 || from >= text.length) continue;
+    if (from > position) kept += text.slice(position, from);
+    if (from >= 0) kept += REDACTED;
+    position = Math.min(to, text.length);
+  }
+  return position === 0 ? text : kept + text.slice(position);
 }

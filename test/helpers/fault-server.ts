@@ -432,14 +432,18 @@ export function redirectTo(status: number, location: string): FaultHandler {
   return (exchange) => exchange.respond(status, '', { Location: location });
 }
 
-/** Serves an SSE body as the given HTTP chunks, yielding to the event loop after each, then ends the stream. */
-export function sseChunks(chunks: Uint8Array[]): FaultHandler {
+/**
+ * Serves an SSE body as the given HTTP chunks, yielding to the event loop after each, then ends the
+ * stream; `holdOpen`: never ends it, only the client closes it.
+ */
+export function sseChunks(chunks: Uint8Array[], { holdOpen = false } = {}): FaultHandler {
   return async (exchange) => {
     await exchange.head(200, { 'Content-Type': SSE_TYPE, 'Cache-Control': 'no-cache', 'Transfer-Encoding': 'chunked' });
     for (const chunk of chunks) {
       if (!(await exchange.chunk(chunk))) return;
       await new Promise((resolve) => setImmediate(resolve));
     }
-    await exchange.endChunked();
+    if (holdOpen) while (await exchange.sleep(1000));
+    else await exchange.endChunked();
   };
 }

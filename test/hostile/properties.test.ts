@@ -15,11 +15,20 @@
 import { isDeepStrictEqual } from 'node:util';
 import fc from 'fast-check';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { AipActionResult, AipStreamChunk, ExecutionContext, HermesConnector } from 'aip-connector-hermes-agent';
+import {
+  createHermesConnector,
+  type AipActionResult,
+  type AipStreamChunk,
+  type ExecutionContext,
+  type HermesConnector,
+  type RunEventsOutput,
+} from 'aip-connector-hermes-agent';
 import { byRoute, respondJson, respondNotFound, respondStatus, sseChunks } from '../helpers/fault-server.js';
 import { assertMatches, schemaValidator } from '../helpers/schema-check.js';
+import { keyDeltaTextsArb, keyTextArb, redactedItems, releasableCount, splitKeyArb, type OracleEvent } from '../helpers/split-key-oracle.js';
 import { splitAt } from '../helpers/split.js';
 import {
+  ENDPOINT,
   MUTATIONS,
   OPERATIONS,
   PREFIX,
@@ -35,7 +44,7 @@ import {
 } from './support.js';
 
 const SEED = 20261130;
-const { rig } = rigFactory();
+const { rig, server: rigServer } = rigFactory();
 
 /** A small request-body limit, so that generated bodies fall on both sides of it. */
 const BODY_LIMIT = 64 * 1024;
@@ -861,6 +870,110 @@ describe('SSE split into arbitrary writes', () => {
         },
       ),
       { seed: SEED + 3, numRuns: 60 },
+    );
+  }, 120_000);
+});
+
+/**
+ * The hold-back of a key split across deltas changes nothing but the key: for any stream (deltas
+ * cut anywhere from a text holding keys and pieces of keys, other events, `[DONE]`, a bad frame,
+ * the bytes cut anywhere into writes, any `max_events`), a connector with the key gives the result
+ * and the chunks of a connector whose key is nowhere in the stream (`~`: neither the redaction nor
+ * the hold-back ever acts), with the key redacted as the oracle says.
+ */
+describe('a key split across deltas, through a real socket', () => {
+  type Item = OracleEvent | 'DONE' | 'FAULT' | 'COMMENT';
+  const event = (name: string, fields: Record<string, unknown>): OracleEvent => ({ event: name, data: { event: name, run_id: 'run_1', ...fields } });
+  const itemsArb = (key: string): fc.Arbitrary<Item[]> =>
+    fc
+      .array(
+        fc.oneof(
+          { weight: 5, arbitrary: keyDeltaTextsArb(key).map((texts) => texts.map((delta) => event('message.delta', { delta }))) },
+          { weight: 1, arbitrary: keyTextArb(key).map((text) => [event('tool.started', { output: text })]) },
+          { weight: 1, arbitrary: fc.constantFrom<Item[]>(['DONE'], ['COMMENT'], [event('run.completed', { output: 'done' })]) },
+        ),
+        { maxLength: 8 },
+      )
+      .chain((groups) => fc.boolean().map((fault) => [...groups.flat(), ...(fault ? ['FAULT' as const] : [])]));
+  const frameOf = (item: Item) =>
+    item === 'DONE'
+      ? 'data: [DONE]\n\n'
+      : item === 'FAULT'
+        ? 'data: {not json}\n\n'
+        : item === 'COMMENT'
+          ? ': keepalive\n\n'
+          : `data: ${JSON.stringify(item.data)}\n\n`;
+  const partOf = (item: OracleEvent) => {
+    const text = item.data.delta ?? item.data.output;
+    return typeof text === 'string' && text !== '' ? { type: 'text', text } : undefined;
+  };
+
+  /** The index of the item where a reader stops (a terminal event, `[DONE]`, the max_events-th event); undefined if none. */
+  const stopOf = (decoded: Item[], maxEvents: number) => {
+    let events = 0;
+    const index = decoded.findIndex((item) => item === 'DONE' || (typeof item !== 'string' && (++events === maxEvents || item.event === 'run.completed')));
+    return index === -1 ? undefined : index;
+  };
+
+  it('property: the events, chunks and max_events cut are those of the stream without a key, but for the key', async () => {
+    const server = await rigServer(respondNotFound);
+    const read = async (apiKey: string, writes: Uint8Array[], maxEvents: number, holdOpen: boolean) => {
+      server.handle(byRoute({ events: sseChunks(writes, { holdOpen }), status: respondStatus('running') }));
+      const connector = createHermesConnector({ endpoints: [{ id: ENDPOINT, baseUrl: server.url, apiKey }] });
+      try {
+        const chunks: AipStreamChunk[] = [];
+        const input = { run_id: 'run_1', max_events: maxEvents };
+        // The deadline only guards against a reader that waits for the end of a stream held open.
+        const context = { deadline: Date.now() + 10_000, onChunk: (chunk: AipStreamChunk) => void chunks.push(chunk) };
+        const result = await connector.invoke({ id: nextId(), capability_id: cap('run_events'), input }, context);
+        return { result: { ...result, action_id: '', receipt: undefined }, chunks: chunkView(chunks) };
+      } finally {
+        await connector.close();
+      }
+    };
+    await fc.assert(
+      fc.asyncProperty(
+        splitKeyArb.chain((key) =>
+          fc.record({ key: fc.constant(key), items: itemsArb(key), cuts: fc.array(fc.nat(), { maxLength: 10 }), maxEvents: fc.integer({ min: 1, max: 30 }) }),
+        ),
+        async ({ key, items, cuts, maxEvents }) => {
+          const writes = writesAt(Buffer.from(items.map(frameOf).join('')), cuts);
+          const fault = items.includes('FAULT');
+          const decoded = items.slice(0, fault ? items.indexOf('FAULT') : items.length).filter((item) => item !== 'COMMENT');
+          const stop = stopOf(decoded, maxEvents);
+          // Where reading stops (max_events, a terminal event, [DONE], a fault) the server holds the
+          // stream open: the reader must get there without the stream's end. With the key, unless the
+          // deltas held at the end of the bytes hold the item it stops at: then the server ends the stream.
+          const plain = await read('~~~~~~~~', writes, maxEvents, fault || stop !== undefined);
+          const keyed = await read(key, writes, maxEvents, fault || (stop !== undefined && releasableCount(decoded, key) > stop));
+          const isEvent = (item: Item): item is OracleEvent => typeof item !== 'string';
+          const streamEvents = decoded.filter(isEvent);
+          const plainOutput = plain.result.output as RunEventsOutput;
+          const cut = plainOutput.events.length;
+          // Without a key, the events are the stream's, cut where reading stopped.
+          expect(plainOutput.events).toEqual(streamEvents.slice(0, cut));
+          // [DONE] ends a run of deltas as any other item does.
+          const events = redactedItems(decoded, key).filter(isEvent).slice(0, cut);
+          const text = events
+            .flatMap((item) => (item.event === 'message.delta' ? [item.data.delta as string] : []))
+            .join('')
+            .replaceAll(key, '[REDACTED]');
+          expect(keyed.result).toEqual({
+            ...plain.result,
+            output: { ...plainOutput, events, text },
+            message: plain.result.message && [{ type: 'text', text }],
+          });
+          expect(keyed.chunks).toEqual(
+            plain.chunks.map((chunk, index) => {
+              const expected = events[index];
+              if (expected === undefined || (chunk.data as { hermes_sse?: unknown } | undefined)?.hermes_sse === undefined) return chunk;
+              expect(chunk.part).toEqual(partOf(plainOutput.events[index] as OracleEvent));
+              return { ...chunk, data: { hermes_sse: expected }, part: partOf(expected) };
+            }),
+          );
+        },
+      ),
+      { seed: SEED + 6, numRuns: 100 },
     );
   }, 120_000);
 });

@@ -34,6 +34,7 @@ import {
   resetBeforeHeaders,
   respondStatus,
   startFaultServer,
+  type FaultExchange,
   type FaultHandler,
   type FaultServer,
 } from '../helpers/fault-server.js';
@@ -543,5 +544,47 @@ describe('secret canary: the start of the key at the end of a stream', () => {
     expect(output.text).toBe(sent.join(''));
     expect(parts.slice(0, 2)).toEqual(sent);
     expect(result.error?.message).toContain(ending === 'close' ? 'closed without a terminal event' : 'broke');
+  });
+});
+
+describe('secret canary: deltas that end with the first letter of the key', () => {
+  /** A key starting with `h`, and a model whose every delta ends with an `h`. */
+  const H_KEY = `hk_live_${randomBytes(12).toString('hex')}`;
+  const frame = `data: ${JSON.stringify({ event: 'message.delta', run_id: 'run_h', delta: 'search' })}\n\n`;
+  const FRAMES_PER_WRITE = 500;
+  /** 64 MiB of such deltas, written as fast as the client reads them: far more than the kernel's socket buffers hold. */
+  const WRITES = Math.ceil((64 * 2 ** 20) / (frame.length * FRAMES_PER_WRITE));
+
+  it('max_events stops reading after the 10th delta and each delta reaches onChunk while the stream is open, not at its end', async () => {
+    let stream: FaultExchange | undefined;
+    let written = 0;
+    const server = await startFaultServer(async (exchange) => {
+      if (!exchange.request.target.endsWith('/events')) return respondStatus('running')(exchange);
+      stream = exchange;
+      await exchange.head(200, { 'Content-Type': SSE_TYPE, 'Transfer-Encoding': 'chunked' });
+      const batch = frame.repeat(FRAMES_PER_WRITE);
+      for (let write = 0; write < WRITES && (await exchange.chunk(batch)); write++) written += batch.length;
+      // The stream never ends from this side: only the client closes it.
+      while (await exchange.sleep(1000));
+    });
+    closers.push(() => server.close());
+    const connector = createHermesConnector({ endpoints: [{ id: 'hkey', baseUrl: server.url, apiKey: H_KEY }] });
+    closers.push(() => connector.close());
+    const seen: Array<{ kind: string; text: string; streamOpen: boolean }> = [];
+    const result = await connector.invoke(
+      { id: nextId('hkey'), capability_id: 'cap:hermes_agent:hkey:run_events', input: { run_id: 'run_h', max_events: 10 } },
+      {
+        // A guard against a reader that waits for the end of a stream that never ends: the call would fail with `deadline_exceeded`.
+        deadline: Date.now() + 10_000,
+        onChunk: (chunk) => void seen.push({ kind: chunk.kind, text: textOf(chunk), streamOpen: stream?.closed() === false }),
+      },
+    );
+    expect(result.error?.code).toBe(`${PREFIX}stream_truncated`);
+    expect((result.output as RunEventsOutput).events.map((event) => event.data.delta)).toEqual(Array(10).fill('search'));
+    expect(seen.slice(0, 10)).toEqual(Array(10).fill({ kind: 'data', text: 'search', streamOpen: true }));
+    expect(seen.slice(10).map(({ kind }) => kind)).toEqual(['error']);
+    // The client closed the stream: the server could not write half of it, whatever the kernel buffered.
+    expect(await server.requestConnectionClosed(0, 3000)).toEqual({ byClient: true });
+    expect(written).toBeLessThan((WRITES * frame.length * FRAMES_PER_WRITE) / 2);
   });
 });

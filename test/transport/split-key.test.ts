@@ -1,14 +1,18 @@
 /**
  * The endpoint's key spelled across several `message.delta` events (a model echoing it token by
- * token): the decoder holds back a delta that ends with the start of the key until the deltas after
- * it complete the key (then it is redacted across them) or stop matching (then they leave as sent).
+ * token): the decoder holds back the deltas that overlap the end of their joined text that may still
+ * become the key, until the deltas after them complete the key (then it is redacted across them) or
+ * stop matching (then they leave as sent); every delta before that text leaves at once.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { HermesFailure } from '../../src/failures.js';
+import { SplitKeyGuard } from '../../src/transport/split-key.js';
 import { SseDecoder, isSseDone, type SseItem } from '../../src/transport/sse.js';
 import type { HermesSseEvent } from '../../src/types.js';
 import { caught } from '../helpers/fixtures.js';
+import { keyDeltaTextsArb, keyTextArb, redactedItems, releasableCount, splitKeyArb } from '../helpers/split-key-oracle.js';
+import { splitAt } from '../helpers/split.js';
 
 const KEY = 'hk_live_7Qm2ZpX9vR4tK8sW';
 const LIMITS = { maxFrameBytes: 1 << 20, maxStreamBytes: 1 << 24 };
@@ -40,12 +44,13 @@ describe('a key split across deltas', () => {
   it('any other event releases the held deltas ahead of it, unchanged: an approval request never waits behind a delta', () => {
     const approval = { event: 'approval.request', command: 'rm -rf ./build' };
     const read = readFrames([delta('about to run a search'), delta(' with hk_live_'), approval, delta('7Qm2ZpX9vR4tK8sW')]);
-    // "search" ends with the key's first letter: held from the first delta on.
-    expect(read.pushes.map((items) => items.length)).toEqual([0, 0, 3, 1]);
-    expect(events(read.pushes[2] ?? []).map((item) => [item.event, item.data.delta ?? item.data.command])).toEqual([
+    // "search" ends with the key's first letter: held until the next delta shows that no key begins in it.
+    expect(read.pushes.map((items) => items.length)).toEqual([0, 1, 2, 1]);
+    expect(events(read.pushes.flat()).map((item) => [item.event, item.data.delta ?? item.data.command])).toEqual([
       ['message.delta', 'about to run a search'],
       ['message.delta', ' with hk_live_'],
       ['approval.request', 'rm -rf ./build'],
+      ['message.delta', '7Qm2ZpX9vR4tK8sW'],
     ]);
   });
 
@@ -106,3 +111,113 @@ describe('a key split across deltas', () => {
     );
   });
 });
+
+describe('only what may still become the key is held', () => {
+  it("deltas that end with the key's first letter each leave as soon as the next delta shows that no key begins in them", () => {
+    const frames = Array.from({ length: 1000 }, () => delta('search'));
+    const read = readFrames(frames);
+    expect(read.pushes.map((items) => items.length)).toEqual([0, ...frames.slice(1).map(() => 1)]);
+    expect(read.finished).toHaveLength(1);
+    expect(deltas(all(read))).toEqual(frames.map((frame) => frame.delta));
+  });
+
+  it('a delta that completes one key and starts the next: the deltas of the first key leave, redacted, before the second is complete', () => {
+    const read = readFrames([delta('see hk_live_'), delta('7Qm2ZpX9vR4tK8sW, then hk_'), delta('live_7Qm2ZpX9vR4tK8sW.')]);
+    expect(read.pushes.map((items) => deltas(items))).toEqual([[], ['see [REDACTED]'], [', then [REDACTED]', '.']]);
+  });
+
+  it('property: after every network read, exactly the deltas before the text that may still become the key have left, as the stream reads with the key redacted', () => {
+    const deltaFrame = (text: string) => `data: ${JSON.stringify({ run_id: 'run_1', event: 'message.delta', delta: text })}\n\n`;
+    const frameArb = (key: string) =>
+      fc.oneof(
+        { weight: 4, arbitrary: keyDeltaTextsArb(key).map((texts) => texts.map(deltaFrame).join('')) },
+        { weight: 1, arbitrary: keyTextArb(key).map((text) => `data: ${JSON.stringify({ run_id: 'run_1', event: 'tool.started', output: text })}\n\n`) },
+        { weight: 1, arbitrary: fc.constantFrom(': keepalive\n\n', 'data: [DONE]\n\n', 'data: {"event": "message.delta", "delta": 1}\n\n') },
+      );
+    const streamArb = splitKeyArb.chain((key) =>
+      fc.record({
+        key: fc.constant(key),
+        frames: fc.array(frameArb(key), { maxLength: 8 }),
+        fault: fc.boolean(),
+        cuts: fc.array(fc.nat(), { maxLength: 12 }),
+      }),
+    );
+    fc.assert(
+      fc.property(streamArb, ({ key, frames, fault, cuts }) => {
+        const bytes = Buffer.from(frames.join('') + (fault ? 'data: {not json}\n\n' : ''));
+        const plain = new SseDecoder(LIMITS, 'ep1');
+        const keyed = new SseDecoder(LIMITS, 'ep1', key);
+        const seen: SseItem[] = [];
+        const left: SseItem[] = [];
+        for (const read of splitAt(bytes, cuts)) {
+          seen.push(...pushed(plain, read));
+          left.push(...pushed(keyed, read));
+          const releasable = plain.failure ? seen.length : releasableCount(seen, key);
+          expect(left).toEqual(redactedItems(seen, key).slice(0, releasable));
+          if (plain.failure) return;
+        }
+        left.push(...keyed.finish());
+        expect(left).toEqual(redactedItems(seen, key));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('the work per delta does not grow with the deltas before it: the characters the guard searches per delta stay the same for 2,000 and 20,000 deltas', () => {
+    const perDelta = (count: number) => {
+      const guard = new SplitKeyGuard(KEY);
+      const items = Array.from({ length: count }, () => ({ event: 'message.delta', data: { delta: 'h' } }));
+      let left = 0;
+      const searched = countingSearchedCharacters(() => {
+        for (const item of items) left += guard.sift([item], false).length;
+      });
+      expect(left).toBe(count - 1);
+      return searched / count;
+    };
+    const few = perDelta(2000);
+    const many = perDelta(20_000);
+    expect(many).toBeLessThanOrEqual(few * 1.01);
+    // A delta is compared with what is held (shorter than the key) and itself, a few times over.
+    expect(many).toBeLessThanOrEqual(4 * KEY.length);
+  });
+});
+
+/** A push's items; none when it throws the decoder's failure. */
+function pushed(decoder: SseDecoder, read: Uint8Array): SseItem[] {
+  try {
+    return decoder.push(read);
+  } catch (error) {
+    expect(error).toBe(decoder.failure);
+    return [];
+  }
+}
+
+/**
+ * Runs `work` and counts the characters of every string searched or copied by String methods
+ * meanwhile: a search of a string may read all of it (a joined string is also flattened by the
+ * first search), so the sum is an upper bound of the characters examined.
+ */
+function countingSearchedCharacters(work: () => void): number {
+  const methods = ['indexOf', 'lastIndexOf', 'includes', 'startsWith', 'endsWith', 'slice'] as const;
+  const originals = methods.map((name) => String.prototype[name]);
+  let characters = 0;
+  methods.forEach((name, index) => {
+    const original = originals[index] as (...args: unknown[]) => unknown;
+    Object.defineProperty(String.prototype, name, {
+      configurable: true,
+      writable: true,
+      value(this: string, ...args: unknown[]) {
+        characters += this.length;
+        return original.apply(this, args);
+      },
+    });
+  });
+  try {
+    work();
+  } finally {
+    methods.forEach((name, index) => {
+      Object.defineProperty(String.prototype, name, { configurable: true, writable: true, value: originals[index] });
+    });
+  }
+  return characters;
+}
