@@ -19,7 +19,7 @@ import { typedId } from '../internal/ids.js';
 import { PACKAGE_NAME, PACKAGE_VERSION } from '../internal/package-info.js';
 import type { AipAction, AipActionResult, AipStreamChunk, ExecutionContext, HermesConnector } from '../types.js';
 import { askForApproval, REFUSAL_TEXT } from './approval.js';
-import { errorText, toolResult } from './results.js';
+import { outcomeText, toolResult } from './results.js';
 import { IDEMPOTENCY_KEY_ARGUMENT, type HermesTool } from './tools.js';
 import { errorCode } from '../failures.js';
 
@@ -152,7 +152,7 @@ function logOutcome(logger: Logger, tool: HermesTool, result: AipActionResult, d
     duration_ms: durationMs,
   };
   // A cancelled request gets no response (MCP), so this line is where a cancelled mutation's uncertainty shows.
-  if (clientCancelled) logger.warn(fields, `tool call cancelled by the client; ${result.error ? errorText(tool, result.error) : 'it had completed'}`);
+  if (clientCancelled) logger.warn(fields, `tool call cancelled by the client; ${outcomeText(tool, result)}`);
   else logger.info(fields, 'tool call finished');
 }
 
