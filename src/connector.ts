@@ -184,7 +184,6 @@ function admit(
   const entry = deps.registry.resolve(action.capability_id);
   if (!entry) throw new HermesFailure('unsupported_capability', 'No capability of this connector has that id');
   admission.entry = entry;
-  admission.input = action.input;
   admission.trace.resolved({ actionId: action.id, capabilityId: entry.capability.id, endpointId: entry.endpoint.id, operation: entry.operation });
   admission.logger = invocationLogger(deps.logger, { action_id: action.id, capability_id: entry.capability.id, endpoint_id: entry.endpoint.id });
   const context = checkContext(rawContext);
@@ -194,6 +193,8 @@ function admit(
     admission.publisher = new ChunkPublisher(action.id, context.onChunk, { signal: context.signal, openCalls: deps.openCalls, deadline, now: deps.config.now });
   }
   const input = checkInput(entry, action.input);
+  // Only validated input reaches the invocation's span (its run id).
+  admission.input = input;
   checkIdempotencyKeyFormat(action);
   enforceGates({ endpoint: entry.endpoint, declaration, action, context, now: deps.config.now(), hostCancellation });
   admission.trace.admitted(context);

@@ -153,8 +153,12 @@ export function createHermBridge(options: HermBridgeOptions): HermBridge {
   };
   /** A bridge step in its own span (`herm.bridge <step>`); the connector's invocations inside it are its children. */
   const traced = <T>(step: string, job: BridgeJob, work: () => Promise<T>): Promise<T> => {
-    const span = telemetry.startInternal(`herm.bridge ${step}`, undefined, { 'herm.tool_use_id': job.tool_use_id, 'herm.tool_name': job.tool_name });
-    if (job.run_id !== null) span.setAttribute('hermes.run_id', job.run_id);
+    const attributes = {
+      'herm.tool_use_id': job.tool_use_id,
+      'herm.tool_name': job.tool_name,
+      ...(job.run_id === null ? {} : { 'hermes.run_id': job.run_id }),
+    };
+    const span = telemetry.startInternal(`herm.bridge ${step}`, undefined, attributes);
     return otelContext.with(contextWith(span), work).then(
       (value) => {
         endSpan(span, undefined);
