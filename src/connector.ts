@@ -14,7 +14,7 @@ import { instrumentLedger } from './ledger/instrumented.js';
 import { isSettled } from './ledger/run-status.js';
 import { createMemoryLedger } from './ledger/memory.js';
 import type { EvidenceWrite, IdempotencyScope, RunEvidence, RunLedger } from './ledger/types.js';
-import { connectorLogger, invocationLogger } from './internal/logger.js';
+import { connectorLogger, errorName, invocationLogger } from './internal/logger.js';
 import { OPERATIONS } from './operations/index.js';
 import { MAX_JSON_DEPTH, MAX_JSON_VALUES, plainJsonCopy, type NotPlainJson } from './internal/plain-json.js';
 import type { OperationCall, OperationOutcome } from './operations/operation.js';
@@ -556,9 +556,4 @@ async function knownFinished(deps: PipelineDeps, entry: CapabilityEntry, runId: 
     deps.logger.error({ err: errorName(error) }, 'run ledger failed while looking up the run to cancel');
     return false;
   }
-}
-
-/** Error class names only: a driver's message may quote SQL parameters. */
-function errorName(error: unknown): string {
-  return error instanceof Error ? error.name : typeof error;
 }

@@ -7,7 +7,7 @@ import { typedId } from '../internal/ids.js';
 import { createMemoryLedger } from '../ledger/memory.js';
 import { TERMINAL_STATUSES } from '../contract/hermes-vocabulary.js';
 import type { BridgeJob, BridgeJobPatch, RunLedger } from '../ledger/types.js';
-import { connectorLogger } from '../internal/logger.js';
+import { connectorLogger, errorName } from '../internal/logger.js';
 import { Secret } from '../internal/secret.js';
 import type {
   AipActionResult,
@@ -670,8 +670,4 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
     }
     signal.addEventListener('abort', done, { once: true });
   });
-}
-
-function errorName(error: unknown): string {
-  return error instanceof Error ? error.name : typeof error;
 }
