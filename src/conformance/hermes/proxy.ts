@@ -34,8 +34,31 @@ export interface RecordingProxy {
   readonly url: string;
   readonly requests: readonly ProxiedRequest[];
   arm(fault: ProxyFault): void;
+  /** Holds the next event stream after its first event, until released: see StreamHold. */
+  holdEventStream(): StreamHold;
   close(): Promise<void>;
 }
+
+/**
+ * The next `GET …/events` event stream, passed on up to its first event (the first frame with a
+ * `data:` line) and held there until `release()`: a connector that streams hands that event to
+ * its consumer while the rest is still held; one that reads the whole stream first cannot.
+ */
+export interface StreamHold {
+  /** True until release(). */
+  readonly holding: boolean;
+  /** Resolves once the first event has gone to the connector (never, if the stream has none). */
+  readonly firstEventSent: Promise<void>;
+  /** Resolves once the provider's whole stream has been handed to the connector's socket, or the connection closed. */
+  readonly delivered: Promise<void>;
+  /** Sends what was held and passes the rest of the stream through. */
+  release(): void;
+}
+
+/** The end of one SSE frame (a blank line), in any of the line endings SSE allows. */
+const FRAME_END = /\r\n\r\n|\n\n|\r\r/;
+const DATA_LINE = /(^|[\r\n])data:/;
+const EVENT_STREAM_PATH = /\/events$/;
 
 const RETAINED_HEADER = /^(x-aip-|idempotency-key$)/;
 
@@ -49,6 +72,7 @@ export async function startRecordingProxy(target: string, apiKey: string, clock:
   const upstream = new URL(target);
   const send = upstream.protocol === 'https:' ? httpsRequest : httpRequest;
   const open = new Set<IncomingMessage | ServerResponse>();
+  const holds: HeldStream[] = [];
 
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
@@ -81,7 +105,9 @@ export async function startRecordingProxy(target: string, apiKey: string, clock:
         return;
       }
       res.writeHead(record.status, providerRes.headers);
-      providerRes.pipe(res);
+      const hold = req.method === 'GET' && EVENT_STREAM_PATH.test(path) ? nextHold(holds) : undefined;
+      if (hold) hold.forward(providerRes, res);
+      else providerRes.pipe(res);
     });
     outgoing.on('error', () => res.destroy());
     // The connector leaving (a cut stream, an abort) reaches the provider as it would without the proxy.
@@ -97,12 +123,84 @@ export async function startRecordingProxy(target: string, apiKey: string, clock:
     url: `http://127.0.0.1:${port}`,
     requests,
     arm: (fault) => faults.push({ ...fault, left: fault.times ?? 1 }),
+    holdEventStream: () => {
+      const hold = new HeldStream();
+      holds.push(hold);
+      return hold;
+    },
     close: async () => {
       for (const stream of open) stream.destroy();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** One event stream's hold: the bytes up to the end of its first event go out, the rest waits for release(). */
+class HeldStream implements StreamHold {
+  #holding = true;
+  #head: Buffer = Buffer.alloc(0);
+  readonly #held: Buffer[] = [];
+  #res: ServerResponse | undefined;
+  #providerEnded = false;
+  #passedFirstEvent = false;
+  #firstEventWritten = () => {};
+  #deliveredAll = () => {};
+  readonly firstEventSent = new Promise<void>((resolve) => (this.#firstEventWritten = resolve));
+  readonly delivered = new Promise<void>((resolve) => (this.#deliveredAll = resolve));
+
+  get holding(): boolean {
+    return this.#holding;
+  }
+
+  forward(providerRes: IncomingMessage, res: ServerResponse): void {
+    this.#res = res;
+    res.once('close', this.#deliveredAll);
+    res.once('finish', this.#deliveredAll);
+    providerRes.on('data', (chunk: Buffer) => this.#take(chunk));
+    providerRes.once('end', () => {
+      this.#providerEnded = true;
+      if (!this.#holding) this.#res?.end();
+    });
+  }
+
+  release(): void {
+    if (!this.#holding) return;
+    this.#holding = false;
+    this.#res?.write(Buffer.concat([this.#head, ...this.#held]));
+    this.#head = Buffer.alloc(0);
+    this.#held.length = 0;
+    if (this.#providerEnded) this.#res?.end();
+  }
+
+  #take(chunk: Buffer): void {
+    if (!this.#holding) this.#res?.write(chunk);
+    else if (this.#passedFirstEvent) this.#held.push(chunk);
+    else this.#sendUpToFirstEvent(Buffer.concat([this.#head, chunk]));
+  }
+
+  /** Writes whole frames until one carries data (the first event); keeps what follows it. */
+  #sendUpToFirstEvent(bytes: Buffer): void {
+    const text = bytes.toString('latin1');
+    let sent = 0;
+    while (!this.#passedFirstEvent) {
+      const match = FRAME_END.exec(text.slice(sent));
+      if (!match) break;
+      const end = sent + match.index + match[0].length;
+      this.#passedFirstEvent = DATA_LINE.test(text.slice(sent, end));
+      sent = end;
+    }
+    this.#res?.write(bytes.subarray(0, sent));
+    this.#head = bytes.subarray(sent);
+    if (this.#passedFirstEvent) this.#firstEventWritten();
+  }
+}
+
+/** The oldest hold still waiting for its stream; one released before its stream came (the call ended first) is dropped. */
+function nextHold(holds: HeldStream[]): HeldStream | undefined {
+  let hold = holds.shift();
+  while (hold && !hold.holding) hold = holds.shift();
+  return hold;
 }
 
 function takeFault(faults: Array<ProxyFault & { left: number }>, method: string, path: string): ProxyFault | undefined {
