@@ -269,8 +269,9 @@ export class StreamTrace {
     this.recording = span.isRecording();
   }
 
+  /** `name` is the provider's, of any length up to a frame: recorded bounded. */
   event(name: string, count: number, terminal: boolean): void {
-    if (count === 1) this.#span.addEvent('hermes.event.first', { 'hermes.event.name': name });
+    if (count === 1) this.#span.addEvent('hermes.event.first', { 'hermes.event.name': boundedString(name) });
     if (name === 'approval.request') this.#span.addEvent('hermes.approval.request');
     if (terminal) this.#span.addEvent('hermes.event.terminal', { 'hermes.event.name': name });
   }
