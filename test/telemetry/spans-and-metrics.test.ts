@@ -232,7 +232,13 @@ describe('a stream to its end', () => {
   it("a provider's 100,000-character event name is cut to a bounded span event attribute", async () => {
     const { h } = await withTelemetry();
     const name = `custom.${'e'.repeat(100_000)}`;
-    const runId = await h.startRun({ input: 'hi', sim_script: [{ type: 'raw', data: `event: ${name}\ndata: {}\n\n` }, { type: 'complete', output: 'ok' }] });
+    const runId = await h.startRun({
+      input: 'hi',
+      sim_script: [
+        { type: 'raw', data: `event: ${name}\ndata: {}\n\n` },
+        { type: 'complete', output: 'ok' },
+      ],
+    });
     await h.invoke({ capability_id: h.cap('run_events'), input: { run_id: runId } });
     const first = only('GET /v1/runs/{run_id}/events').events.find((event) => event.name === 'hermes.event.first');
     const recorded = first?.attributes?.['hermes.event.name'] as string;
