@@ -2,6 +2,7 @@ import { createServer, request as httpRequest, type IncomingMessage, type Server
 import { request as httpsRequest } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Clock } from '../kit/types.js';
+import { TERMINAL_EVENTS } from '../../contract/hermes-vocabulary.js';
 
 /** What the proxy retains of one request: never a credential, only whether the expected one was presented. */
 export interface ProxiedRequest {
@@ -34,21 +35,21 @@ export interface RecordingProxy {
   readonly url: string;
   readonly requests: readonly ProxiedRequest[];
   arm(fault: ProxyFault): void;
-  /** Holds the next event stream after its first event, until released: see StreamHold. */
+  /** Holds the next event stream at its terminal event, until released: see StreamHold. */
   holdEventStream(): StreamHold;
   close(): Promise<void>;
 }
 
 /**
- * The next `GET …/events` event stream, passed on up to its first event (the first frame with a
- * `data:` line) and held there until `release()`: a connector that streams hands that event to
- * its consumer while the rest is still held; one that reads the whole stream first cannot.
+ * The next `GET …/events` event stream, passed on as it comes up to the run's terminal event,
+ * which (with everything after it) is held until `release()`: a connector that streams hands the
+ * earlier events to its consumer meanwhile; one that reads the whole stream first cannot.
  */
 export interface StreamHold {
-  /** True until release(). */
-  readonly holding: boolean;
-  /** Resolves once the first event has gone to the connector (never, if the stream has none). */
-  readonly firstEventSent: Promise<void>;
+  /** Whether the terminal event has gone to the connector. */
+  readonly terminalSent: boolean;
+  /** Resolves once the terminal event reached the proxy and is held (never, if the stream has none). */
+  readonly terminalHeld: Promise<void>;
   /** Resolves once the provider's whole stream has been handed to the connector's socket, or the connection closed. */
   readonly delivered: Promise<void>;
   /** Sends what was held and passes the rest of the stream through. */
@@ -57,7 +58,7 @@ export interface StreamHold {
 
 /** The end of one SSE frame (a blank line), in any of the line endings SSE allows. */
 const FRAME_END = /\r\n\r\n|\n\n|\r\r/;
-const DATA_LINE = /(^|[\r\n])data:/;
+const LINE_BREAK = /\r\n|\r|\n/;
 const EVENT_STREAM_PATH = /\/events$/;
 
 const RETAINED_HEADER = /^(x-aip-|idempotency-key$)/;
@@ -136,21 +137,28 @@ export async function startRecordingProxy(target: string, apiKey: string, clock:
   };
 }
 
-/** One event stream's hold: the bytes up to the end of its first event go out, the rest waits for release(). */
+/** One event stream's hold: the frames before the terminal event go out as they come; from it on, bytes wait for release(). */
 class HeldStream implements StreamHold {
-  #holding = true;
-  #head: Buffer = Buffer.alloc(0);
+  #released = false;
+  #reachedTerminal = false;
+  #terminalSent = false;
+  /** An incomplete frame, kept until its end shows whether it is the terminal event. */
+  #partial: Buffer = Buffer.alloc(0);
   readonly #held: Buffer[] = [];
   #res: ServerResponse | undefined;
   #providerEnded = false;
-  #passedFirstEvent = false;
-  #firstEventWritten = () => {};
+  #terminalReached = () => {};
   #deliveredAll = () => {};
-  readonly firstEventSent = new Promise<void>((resolve) => (this.#firstEventWritten = resolve));
+  readonly terminalHeld = new Promise<void>((resolve) => (this.#terminalReached = resolve));
   readonly delivered = new Promise<void>((resolve) => (this.#deliveredAll = resolve));
 
-  get holding(): boolean {
-    return this.#holding;
+  get terminalSent(): boolean {
+    return this.#terminalSent;
+  }
+
+  /** Still waiting for its stream: not released before the stream came. */
+  get waiting(): boolean {
+    return !this.#released;
   }
 
   forward(providerRes: IncomingMessage, res: ServerResponse): void {
@@ -160,46 +168,79 @@ class HeldStream implements StreamHold {
     providerRes.on('data', (chunk: Buffer) => this.#take(chunk));
     providerRes.once('end', () => {
       this.#providerEnded = true;
-      if (!this.#holding) this.#res?.end();
+      if (this.#released || !this.#reachedTerminal) this.#flushAndEnd();
     });
   }
 
   release(): void {
-    if (!this.#holding) return;
-    this.#holding = false;
-    this.#res?.write(Buffer.concat([this.#head, ...this.#held]));
-    this.#head = Buffer.alloc(0);
+    if (this.#released) return;
+    this.#released = true;
+    this.#terminalSent ||= this.#reachedTerminal;
+    this.#res?.write(Buffer.concat([this.#partial, ...this.#held]));
+    this.#partial = Buffer.alloc(0);
     this.#held.length = 0;
     if (this.#providerEnded) this.#res?.end();
   }
 
   #take(chunk: Buffer): void {
-    if (!this.#holding) this.#res?.write(chunk);
-    else if (this.#passedFirstEvent) this.#held.push(chunk);
-    else this.#sendUpToFirstEvent(Buffer.concat([this.#head, chunk]));
+    if (this.#released) this.#res?.write(chunk);
+    else if (this.#reachedTerminal) this.#held.push(chunk);
+    else this.#sendBeforeTerminal(Buffer.concat([this.#partial, chunk]));
   }
 
-  /** Writes whole frames until one carries data (the first event); keeps what follows it. */
-  #sendUpToFirstEvent(bytes: Buffer): void {
+  /** Writes the whole frames before the terminal event; holds the terminal frame and what follows, or keeps an incomplete frame. */
+  #sendBeforeTerminal(bytes: Buffer): void {
     const text = bytes.toString('latin1');
     let sent = 0;
-    while (!this.#passedFirstEvent) {
+    for (;;) {
       const match = FRAME_END.exec(text.slice(sent));
       if (!match) break;
       const end = sent + match.index + match[0].length;
-      this.#passedFirstEvent = DATA_LINE.test(text.slice(sent, end));
+      if (isTerminalFrame(text.slice(sent, end))) {
+        this.#reachedTerminal = true;
+        this.#held.push(bytes.subarray(sent));
+        this.#terminalReached();
+        break;
+      }
       sent = end;
     }
     this.#res?.write(bytes.subarray(0, sent));
-    this.#head = bytes.subarray(sent);
-    if (this.#passedFirstEvent) this.#firstEventWritten();
+    this.#partial = this.#reachedTerminal ? Buffer.alloc(0) : bytes.subarray(sent);
   }
+
+  /** The provider ended with nothing held: what is left goes out, and the stream ends. */
+  #flushAndEnd(): void {
+    this.#res?.write(this.#partial);
+    this.#partial = Buffer.alloc(0);
+    this.#res?.end();
+  }
+}
+
+/** Whether an SSE frame is a Hermes terminal event: named by an `event:` line, else by its JSON data's `event` (or `type`). */
+function isTerminalFrame(frame: string): boolean {
+  const lines = frame.split(LINE_BREAK);
+  const named = lines.find((line) => line.startsWith('event:'));
+  if (named !== undefined) return TERMINAL_EVENTS.has(fieldValue(named));
+  const data = lines.filter((line) => line.startsWith('data:')).map(fieldValue);
+  try {
+    const record = JSON.parse(data.join('\n')) as { event?: unknown; type?: unknown } | null;
+    const name = record?.event ?? record?.type;
+    return typeof name === 'string' && TERMINAL_EVENTS.has(name);
+  } catch {
+    return false;
+  }
+}
+
+/** An SSE line's value: after the colon, less one leading space. */
+function fieldValue(line: string): string {
+  const value = line.slice(line.indexOf(':') + 1);
+  return value.startsWith(' ') ? value.slice(1) : value;
 }
 
 /** The oldest hold still waiting for its stream; one released before its stream came (the call ended first) is dropped. */
 function nextHold(holds: HeldStream[]): HeldStream | undefined {
   let hold = holds.shift();
-  while (hold && !hold.holding) hold = holds.shift();
+  while (hold && !hold.waiting) hold = holds.shift();
   return hold;
 }
 

@@ -16,20 +16,20 @@ const FINAL_KINDS = new Set(['done', 'error']);
 /** What one run_events call did while the kit held the provider's stream, then its first chunk. */
 interface HeldRead {
   invocation: Invocation;
-  /** The first chunk reached the consumer while the proxy still held the rest of the stream. */
-  firstWhileHeld: boolean | undefined;
+  /** The first chunk reached the consumer before the run's terminal event reached the connector. */
+  firstBeforeTerminal: boolean | undefined;
   /** The call returned while its first chunk was still with the consumer. */
   settledWhileFirstHeld: boolean;
   maxInFlight: number;
 }
 
-/** Gap-free chunks while the provider's stream is held open, a reader that waits for its consumer, one final chunk, a bound that holds. */
+/** Chunks before the run's end reaches the connector, gap-free; a reader that waits for its consumer; one final chunk; a bound that holds. */
 export async function streamingBackpressure(h: Harness): Promise<ScenarioEvidence> {
   const connector = h.connector();
   const run = await h.startRun(connector, 'harmless');
-  const { invocation: ordered, firstWhileHeld, settledWhileFirstHeld, maxInFlight } = await readHeld(h, connector, run.runId);
+  const { invocation: ordered, firstBeforeTerminal, settledWhileFirstHeld, maxInFlight } = await readHeld(h, connector, run.runId);
   const gapFree = ordered.chunks.every((chunk, index) => chunk.sequence === index);
-  const orderedOk = ordered.result.status === 'completed' && ordered.chunks.length > 0 && gapFree && firstWhileHeld === true;
+  const orderedOk = ordered.result.status === 'completed' && ordered.chunks.length > 0 && gapFree && firstBeforeTerminal === true;
 
   const bounded = await h.startRun(connector, 'harmless');
   const truncated = await h.readEvents(connector, bounded.runId, { maxEvents: 1 });
@@ -48,8 +48,8 @@ export async function streamingBackpressure(h: Harness): Promise<ScenarioEvidenc
       ordered_chunks: outcome(
         orderedOk,
         orderedOk
-          ? `${ordered.chunks.length} chunks with sequences 0..${ordered.chunks.length - 1}, the first delivered while the kit held the rest of the provider's stream`
-          : `sequences ${ordered.chunks.map((chunk) => chunk.sequence).join(',')}; first chunk while the provider's stream was held: ${String(firstWhileHeld)}; stream ${codeOf(ordered.result) ?? ordered.result.status}`,
+          ? `${ordered.chunks.length} chunks with sequences 0..${ordered.chunks.length - 1}, the first delivered while the kit still held back the run's terminal event`
+          : `sequences ${ordered.chunks.map((chunk) => chunk.sequence).join(',')}; first chunk before the terminal event was sent: ${String(firstBeforeTerminal)}; stream ${codeOf(ordered.result) ?? ordered.result.status}`,
       ),
       bounded_backpressure: outcome(
         backpressure,
@@ -65,13 +65,13 @@ export async function streamingBackpressure(h: Harness): Promise<ScenarioEvidenc
       ),
     },
     artifacts: [ordered.action.id, run.runId, truncated.action.id, bounded.runId],
-    hostRoles: ['a slow chunk consumer (the runtime’s stream publisher)', 'a provider whose stream pauses after its first event (the kit’s proxy)'],
+    hostRoles: ['a slow chunk consumer (the runtime’s stream publisher)', 'a provider whose terminal event waits (the kit’s proxy)'],
     observations: {
       ordered: {
         action_id: ordered.action.id,
         kinds: ordered.chunks.map((chunk) => chunk.kind),
         sequences: ordered.chunks.map((chunk) => chunk.sequence),
-        first_while_provider_stream_held: firstWhileHeld ?? null,
+        first_before_terminal_event_sent: firstBeforeTerminal ?? null,
         returned_while_first_chunk_held: settledWhileFirstHeld,
         max_chunks_with_consumer: maxInFlight,
       },
@@ -87,16 +87,16 @@ export async function streamingBackpressure(h: Harness): Promise<ScenarioEvidenc
 }
 
 /**
- * run_events through a proxy that holds the provider's stream after its first event. The first
- * chunk must reach the consumer while the rest is held (the connector streams rather than reading
- * it all first); the consumer then keeps it until the whole stream went out and
+ * run_events through a proxy that holds back the run's terminal event. The first chunk must reach
+ * the consumer before the connector is sent that event (the connector streams rather than reading
+ * the whole stream first); the consumer then keeps it until the whole stream went out and
  * FIRST_CHUNK_HOLD_MS more, during which a connector that waits for its consumer passes on no
  * other chunk and does not return. Later chunks are held CONSUMER_DELAY_MS each.
  */
 async function readHeld(h: Harness, connector: HermesConnector, runId: string): Promise<HeldRead> {
   const hold = h.proxy.holdEventStream();
   const boundMs = Math.min(h.provider.stepTimeoutMs / 4, HOLD_BOUND_MS);
-  const read: Omit<HeldRead, 'invocation'> = { firstWhileHeld: undefined, settledWhileFirstHeld: false, maxInFlight: 0 };
+  const read: Omit<HeldRead, 'invocation'> = { firstBeforeTerminal: undefined, settledWhileFirstHeld: false, maxInFlight: 0 };
   let settled = false;
   let inFlight = 0;
   let firstChunkSeen = () => {};
@@ -105,8 +105,8 @@ async function readHeld(h: Harness, connector: HermesConnector, runId: string): 
     .readEvents(connector, runId, {
       onChunk: async () => {
         read.maxInFlight = Math.max(read.maxInFlight, ++inFlight);
-        if (read.firstWhileHeld === undefined) {
-          read.firstWhileHeld = hold.holding;
+        if (read.firstBeforeTerminal === undefined) {
+          read.firstBeforeTerminal = !hold.terminalSent;
           firstChunkSeen();
           hold.release();
           await Promise.race([hold.delivered, h.clock.sleep(boundMs)]);
@@ -121,8 +121,8 @@ async function readHeld(h: Harness, connector: HermesConnector, runId: string): 
     .finally(() => {
       settled = true;
     });
-  // A connector that publishes only once it has read everything gets the rest after the bound: the hold cannot deadlock it.
-  await Promise.race([hold.firstEventSent.then(() => Promise.race([firstChunk, h.clock.sleep(boundMs)])), pending]);
+  // A connector that publishes only once it has read everything gets the terminal event after the bound: the hold cannot deadlock it.
+  await Promise.race([hold.terminalHeld.then(() => Promise.race([firstChunk, h.clock.sleep(boundMs)])), pending]);
   hold.release();
   return { invocation: await pending, ...read };
 }
