@@ -8,7 +8,7 @@ import { startHermesSimulator } from 'aip-connector-hermes-agent/simulator';
 import { createHermesConnector, createMemoryLedger, type RunLedger } from '../../src/index.js';
 import type { Progress } from '../../src/cli/progress.js';
 import { qualifyEndpoints } from '../../src/cli/qualify/runner.js';
-import { simulatorScripts } from '../../src/cli/qualify/simulator-scripts.js';
+import { ledgerOverriding, simulatorQualifySettings } from './qualify-helpers.js';
 
 const KEY = 'hk_qualify_outage_test_5e6f7a8b';
 const DRIVER_MESSAGE =
@@ -20,14 +20,7 @@ afterEach(async () => {
 
 /** The ledger, except that every evidence read fails as a database driver would. */
 function ledgerWithFailingReads(inner: RunLedger): RunLedger {
-  const evidence = () => Promise.reject(Object.assign(new Error(DRIVER_MESSAGE), { code: '57P01' }));
-  return new Proxy(inner, {
-    get(target, property) {
-      if (property === 'evidence') return evidence;
-      const value = Reflect.get(target, property, target) as unknown;
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
-  });
+  return ledgerOverriding(inner, { evidence: () => Promise.reject(Object.assign(new Error(DRIVER_MESSAGE), { code: '57P01' })) });
 }
 
 const quiet: Progress = { endpointStarted() {}, checkStarted() {}, checkFinished() {}, endpointFinished() {}, close() {} };
@@ -42,16 +35,7 @@ describe('qualify during a ledger outage', { timeout: 60_000 }, () => {
     const endpoint = { id: 'local', baseUrl: sim.url, apiKey: KEY };
     const connector = createHermesConnector({ endpoints: [endpoint], ledger });
     open.push(connector);
-    const settings = {
-      qualificationId: 'qual_outage',
-      stepTimeoutMs: 5_000,
-      pollMs: 20,
-      approvalPrompt: 'approve me',
-      harmlessPrompt: 'ready',
-      signal: new AbortController().signal,
-      scripts: simulatorScripts('rm -rf ./scratch'),
-    };
-    const [record] = await qualifyEndpoints([{ config: endpoint, keySource: 'test' }], connector, ledger, settings, quiet);
+    const [record] = await qualifyEndpoints([{ config: endpoint, keySource: 'test' }], connector, ledger, simulatorQualifySettings(), quiet);
     const reasons = (record?.checks ?? []).flatMap((check) => (check.reason === null ? [] : [check.reason]));
     expect(reasons, JSON.stringify(reasons)).toContain('unexpected error: Error (57P01)');
     const written = JSON.stringify(record);
