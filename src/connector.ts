@@ -7,7 +7,7 @@ import { ChunkPublisher } from './chunks.js';
 import { resolveConfig, type ResolvedConfig } from './config.js';
 import { HermesFailure, toProtocolError } from './failures.js';
 import { EndpointPools } from './transport/http.js';
-import { typedId } from './internal/ids.js';
+import { isStorableId, typedId } from './internal/ids.js';
 import { SlotList } from './internal/slot-list.js';
 import { type GuardedOutcome, IdempotencyGuard } from './ledger/idempotency.js';
 import { instrumentLedger } from './ledger/instrumented.js';
@@ -18,7 +18,7 @@ import { connectorLogger, invocationLogger } from './internal/logger.js';
 import { OPERATIONS } from './operations/index.js';
 import { MAX_JSON_DEPTH, MAX_JSON_VALUES, plainJsonCopy, type NotPlainJson } from './internal/plain-json.js';
 import type { OperationCall, OperationOutcome } from './operations/operation.js';
-import { checkContext, checkIdempotencyKeyFormat, enforceGates } from './contract/policy.js';
+import { checkActionId, checkContext, checkIdempotencyKeyFormat, enforceGates } from './contract/policy.js';
 import { CapabilityRegistry, capabilityId, implementationSupport, type CapabilityEntry } from './contract/registry.js';
 import { describeSchemaErrors, schemaCatalog } from './contract/schemas.js';
 import { InvocationTrace, Telemetry } from './telemetry.js';
@@ -72,13 +72,18 @@ export function createHermesConnector(options: HermesConnectorOptions): HermesCo
           const plain = toPlainJson(action);
           // Only the run_stop built here carries the host's cancel authority; anything else goes
           // through the ordinary pipeline, which answers with its typed refusal.
-          if (!plain.ok) return run(action, context, false);
+          if (!plain.ok || !identifiable(plain.value, context)) return run(action, context, false);
           const plan = await stopActionFor(deps, plain.value, context).catch(() => ({ stop: undefined }));
           if (plan === null) return null;
           return plan.stop ? run(plan.stop, context, true) : run(plain.value, context, false);
         })(),
       ),
-    evidence: async (actionIdOrRunId, options) => ledger.evidence(actionIdOrRunId, evidenceTenant(options)),
+    evidence: async (actionIdOrRunId, options) => {
+      const tenantId = evidenceTenant(options);
+      // No ledger holds such an id (the pipeline refuses it), and PostgreSQL would reject the query.
+      if (!storableOrNotText(actionIdOrRunId) || !storableOrNotText(tenantId)) return null;
+      return ledger.evidence(actionIdOrRunId, tenantId);
+    },
     reconcile: () => track(reconcileOpenRuns(deps, (action, context) => run(action, context, false))),
     async close() {
       if (openCalls.closed) return;
@@ -181,6 +186,7 @@ function admit(
   admission: Admission,
 ): AdmittedAction {
   const action = checkAction(plainAction);
+  checkActionId(action);
   const entry = deps.registry.resolve(action.capability_id);
   if (!entry) throw new HermesFailure('unsupported_capability', 'No capability of this connector has that id');
   admission.entry = entry;
@@ -555,6 +561,21 @@ async function knownFinished(deps: PipelineDeps, entry: CapabilityEntry, runId: 
     deps.logger.error({ err: errorName(error) }, 'run ledger failed while looking up the run to cancel');
     return false;
   }
+}
+
+/** Whether cancel() can look the action up in the ledger: an id or context the pipeline refuses is refused there instead. */
+function identifiable(action: unknown, context: unknown): boolean {
+  try {
+    checkActionId(action as { id?: unknown });
+    checkContext(context);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function storableOrNotText(value: unknown): boolean {
+  return typeof value !== 'string' || isStorableId(value);
 }
 
 /** Error class names only: a driver's message may quote SQL parameters. */
