@@ -45,6 +45,10 @@ export function createHermesConnector(options: HermesConnectorOptions): HermesCo
       now: config.now,
       leaseMs: config.idempotencyLeaseMs,
       onLedgerError: (error, stage) => logger.error({ err: errorName(error), stage }, 'run ledger failed'),
+      onLateWrite: (write, outcome) =>
+        outcome === 'written'
+          ? logger.warn({ write }, 'run ledger write succeeded late')
+          : logger.error({ write }, 'run ledger write given up: the claim is left to expire, and replays will answer outcome_unknown'),
     }),
     openCalls,
   };
@@ -90,6 +94,7 @@ export function createHermesConnector(options: HermesConnectorOptions): HermesCo
       openCalls.close();
       deps.guard.close();
       await Promise.allSettled(inFlight.items.map((entry) => entry.work));
+      await deps.guard.drained();
       await deps.pools.close();
       await ownLedger?.close();
     },
