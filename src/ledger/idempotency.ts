@@ -14,6 +14,8 @@ const STORE_RETRY_MIN_MS = 250;
 const STORE_RETRY_MAX_MS = 5_000;
 /** How long a failed outcome write is tried again, its claim's lease renewed meanwhile; then the lease is left to run out. */
 export const STORE_RETRY_FOR_MS = 10 * 60_000;
+/** At most this many failed writes are tried again at once: a long outage under load must not pile up retries against a recovering database. */
+const MAX_LATE_WRITES = 1_000;
 
 export interface IdempotencyGuardOptions {
   ledger: RunLedger;
@@ -164,10 +166,15 @@ export class IdempotencyGuard {
 
   /**
    * Tries a failed write again in the background (250 ms doubling to 5 s) until it succeeds, the
-   * guard closes or STORE_RETRY_FOR_MS passes; then stops the renewal.
+   * guard closes or STORE_RETRY_FOR_MS passes; then stops the renewal. Past MAX_LATE_WRITES, gives up at once.
    */
   #writeLater(what: LateWrite, write: () => Promise<void>, renewal: { stop(): void }): void {
     const { now, onLedgerError, onLateWrite } = this.#options;
+    if (this.#lateWrites.size >= MAX_LATE_WRITES) {
+      renewal.stop();
+      onLateWrite(what, 'given_up');
+      return;
+    }
     const giveUpAt = now() + STORE_RETRY_FOR_MS;
     const retries = (async () => {
       for (let attempt = 0; !this.#closed && now() < giveUpAt; attempt++) {
