@@ -589,6 +589,9 @@ function resolveBridgeOptions(options: HermBridgeOptions) {
   const route = options.streamRoute ?? DEFAULT_STREAM_ROUTE;
   if (options.ledger !== undefined && !isRunLedger(options.ledger))
     throw invalid('`ledger` must be a RunLedger (createMemoryLedger, createSqliteLedger, createPostgresLedger)');
+  const tenantId = options.context?.tenantId;
+  if (tenantId !== undefined && (typeof tenantId !== 'string' || tenantId === '' || !isStorableId(tenantId)))
+    throw invalid('`context.tenantId` must be a non-empty string of well-formed Unicode without NUL characters');
   const bridgeId = options.bridgeId ?? `bridge_${randomBytes(12).toString('hex')}`;
   if (typeof bridgeId !== 'string' || !/^[\x21-\x7e]{1,128}$/.test(bridgeId)) throw invalid('`bridgeId` must be 1-128 visible ASCII characters');
   const jobLeaseMs = options.jobLeaseMs ?? DEFAULT_JOB_LEASE_MS;
