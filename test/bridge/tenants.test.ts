@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import type { BridgeJob, RunLedger } from 'aip-connector-hermes-agent';
 import { startHermSimulator } from 'aip-connector-hermes-agent/simulator';
 import { idempotencyKeyOf } from '../../src/bridge/bridge.js';
+import { jobOf } from '../helpers/bridge-jobs.js';
 import { LEDGER_BACKENDS } from '../helpers/ledgers.js';
 import { HERM_KEY, acceptedFinals, bridgeEnvFactory, bridgeFor, callTool, connectorFor, hermesStarts, newSessionId, scripts } from '../helpers/bridge-env.js';
 
@@ -18,26 +19,8 @@ const B = { tenantId: 'tenant-b' };
 /** The record a bridge of `tenantId` leaves when its process stops right after sending the start. */
 function stoppedDuringStart(sessionId: string, toolUseId: string, tenantId: string, prompt: string): BridgeJob {
   const key = idempotencyKeyOf(sessionId, toolUseId);
-  const now = Date.now();
-  return {
-    tenant_id: tenantId,
-    session_id: sessionId,
-    tool_use_id: toolUseId,
-    tool_name: 'hermes_run',
-    tool_input: { prompt },
-    action_id: `herm_${key.slice('herm-'.length, 'herm-'.length + 32)}`,
-    idempotency_key: key,
-    run_id: null,
-    state: 'starting',
-    kickoff: 'pending',
-    kickoff_event_id: null,
-    final_status: null,
-    final_event_id: null,
-    created_at: now,
-    updated_at: now,
-    lease_owner: null,
-    lease_expires_at: null,
-  };
+  const ids = { session_id: sessionId, tool_use_id: toolUseId, action_id: `herm_${key.slice('herm-'.length, 'herm-'.length + 32)}`, idempotency_key: key };
+  return jobOf({ ...ids, tenant_id: tenantId, tool_input: { prompt }, lease_owner: null, lease_expires_at: null });
 }
 
 describe.each(LEDGER_BACKENDS)('bridges of two tenants on one ledger ($name)', (backend) => {

@@ -8,38 +8,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import pg from 'pg';
-import { createPostgresLedger, createSqliteLedger, type BridgeJob, type RunLedger } from 'aip-connector-hermes-agent';
-import { LEDGER_BACKENDS, PG_URL, createPgSchema } from '../helpers/ledgers.js';
+import { createSqliteLedger, type BridgeJob, type RunLedger } from 'aip-connector-hermes-agent';
+import { JOB_LEASE, JOB_T0, jobOf } from '../helpers/bridge-jobs.js';
+import { LEDGER_BACKENDS } from '../helpers/ledgers.js';
+import { describeSchemaUpgrade } from '../helpers/schema-upgrade.js';
 import { MIGRATIONS } from '../../src/ledger/migrations.js';
 
-const T0 = 1_800_000_000_000;
-const LEASE = 30_000;
-let counter = 0;
-
-function jobOf(overrides: Partial<BridgeJob> = {}): BridgeJob {
-  const n = ++counter;
-  return {
-    tenant_id: null,
-    session_id: `sesn_${n}`,
-    tool_use_id: `toolu_${n}`,
-    tool_name: 'hermes_run',
-    tool_input: { prompt: 'Render', nested: { list: [1, 'two'] } },
-    action_id: `herm_${n}`,
-    idempotency_key: `herm-key-${n}`,
-    run_id: null,
-    state: 'starting',
-    kickoff: 'pending',
-    kickoff_event_id: null,
-    final_status: null,
-    final_event_id: null,
-    created_at: T0 + n,
-    updated_at: T0 + n,
-    lease_owner: 'bridge-a',
-    lease_expires_at: T0 + n + LEASE,
-    ...overrides,
-  };
-}
+const T0 = JOB_T0;
+const LEASE = JOB_LEASE;
 
 describe.each(LEDGER_BACKENDS)('job records: $name', (backend) => {
   const fresh = async (): Promise<RunLedger> => (await backend.create()).ledger;
@@ -225,34 +201,4 @@ async function tenantUpgradeCase(exec: (sql: string) => Promise<void>, open: () 
   }
 }
 
-describe('an existing ledger at schema version 4 upgrades to per-tenant jobs, keeping its jobs', () => {
-  it('SQLite', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'aip-ledger-v4-'));
-    const path = join(dir, 'ledger.db');
-    try {
-      const db = new Database(path);
-      await tenantUpgradeCase(
-        async (sql) => void db.exec(sql),
-        () => createSqliteLedger({ path }),
-      );
-      db.close();
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
-
-  it.runIf(PG_URL)('PostgreSQL', async () => {
-    const { connectionString, drop } = await createPgSchema('aip_v4');
-    const client = new pg.Client({ connectionString });
-    await client.connect();
-    try {
-      await tenantUpgradeCase(
-        async (sql) => void (await client.query(sql)),
-        () => createPostgresLedger({ connectionString }),
-      );
-    } finally {
-      await client.end();
-      await drop();
-    }
-  });
-});
+describeSchemaUpgrade('an existing ledger at schema version 4 upgrades to per-tenant jobs, keeping its jobs', tenantUpgradeCase);
