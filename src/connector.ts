@@ -568,12 +568,11 @@ async function knownFinished(deps: PipelineDeps, entry: CapabilityEntry, runId: 
   }
 }
 
-/** Whether cancel() can look the action up in the ledger: an id or context the pipeline refuses is refused there instead. */
-function identifiable(action: unknown, context: unknown): boolean {
+/** Whether cancel() can look the action up in the ledger: an action id or tenant no ledger could hold goes to the pipeline's refusal instead. */
+function identifiable(action: unknown, context: ExecutionContext | undefined): boolean {
   try {
     checkActionId(action as { id?: unknown });
-    checkContext(context);
-    return true;
+    return storableOrNotText(context?.tenantId);
   } catch {
     return false;
   }

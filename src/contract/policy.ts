@@ -50,7 +50,7 @@ function checkContextFields(context: unknown): ExecutionContext {
   for (const field of ['tenantId', 'sessionId'] as const) {
     if (c[field] !== undefined && !isStorableId(c[field] as string)) throw invalidContext(`${field} ${NOT_STORABLE}`);
   }
-  const approvalId = (c.approval as { approvalId?: unknown } | null | undefined)?.approvalId;
+  const approvalId = readableApprovalId(c.approval);
   if (typeof approvalId === 'string' && !isStorableId(approvalId)) throw invalidContext(`the approval's approvalId ${NOT_STORABLE}`);
   if (c.actor !== undefined) {
     const actor = c.actor as Record<string, unknown> | null;
@@ -151,6 +151,15 @@ function sameJson(a: unknown, b: unknown): boolean {
     return canonicalJson(a) === canonicalJson(b);
   } catch {
     return false;
+  }
+}
+
+/** The grant's approvalId if it can be read; a grant that cannot is refused later as the approval gate's own failure. */
+function readableApprovalId(approval: unknown): unknown {
+  try {
+    return (approval as { approvalId?: unknown } | null | undefined)?.approvalId;
+  } catch {
+    return undefined;
   }
 }
 
