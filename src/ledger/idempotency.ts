@@ -13,7 +13,7 @@ const POLL_MAX_MS = 200;
 const STORE_RETRY_MIN_MS = 250;
 const STORE_RETRY_MAX_MS = 5_000;
 /** How long a failed outcome write is tried again, its claim's lease renewed meanwhile; then the lease is left to run out. */
-export const STORE_RETRY_FOR_MS = 10 * 60_000;
+const STORE_RETRY_FOR_MS = 10 * 60_000;
 /** At most this many failed writes are tried again at once: a long outage under load must not pile up retries against a recovering database. */
 const MAX_LATE_WRITES = 1_000;
 
