@@ -18,3 +18,20 @@ export function typedId(prefix: 'rcpt_' | 'act_', now: number = Date.now()): str
   pool[at + 8] = 0x80 | ((pool[at + 8] ?? 0) & 0x3f);
   return prefix + pool.toString('hex', at, at + 16);
 }
+
+/** In a `u` regexp only unpaired surrogates are code points of category Cs. */
+const LONE_SURROGATE = /\p{Cs}/u;
+const UNSTORABLE = /[\0\p{Cs}]/u;
+
+/** Whether the text is well-formed Unicode (no lone surrogate). */
+export function isWellFormedText(text: string): boolean {
+  return !LONE_SURROGATE.test(text);
+}
+
+/**
+ * Whether every ledger stores and finds this identifier exactly: SQLite and PostgreSQL turn a
+ * lone surrogate into U+FFFD, and PostgreSQL text cannot hold NUL.
+ */
+export function isStorableId(id: string): boolean {
+  return !UNSTORABLE.test(id);
+}

@@ -56,7 +56,7 @@ export function createMemoryLedger(options: MemoryLedgerOptions = {}): RunLedger
     unindex(evidence.run_id, key);
   };
   const jobs = new Map<string, BridgeJob>();
-  const jobKey = (sessionId: string, toolUseId: string) => JSON.stringify([sessionId, toolUseId]);
+  const jobKey = (sessionId: string, toolUseId: string, tenantId: string | null | undefined) => JSON.stringify([tenantId ?? null, sessionId, toolUseId]);
   const keyOf = (scope: IdempotencyScope) => JSON.stringify([scope.capability_id, scope.idempotency_key]);
   const owned = (scope: IdempotencyScope, owner: string) => {
     const record = records.get(keyOf(scope));
@@ -164,35 +164,35 @@ export function createMemoryLedger(options: MemoryLedgerOptions = {}): RunLedger
       return [...runs.values()].filter(isOpen).map(copy);
     },
     async createJob(job) {
-      const key = jobKey(job.session_id, job.tool_use_id);
+      const key = jobKey(job.session_id, job.tool_use_id, job.tenant_id);
       if (jobs.has(key)) return false;
-      jobs.set(key, copy(job));
+      jobs.set(key, { ...copy(job), tenant_id: job.tenant_id ?? null });
       return true;
     },
-    async updateJob(sessionId, toolUseId, patch) {
-      const job = jobs.get(jobKey(sessionId, toolUseId));
+    async updateJob(sessionId, toolUseId, patch, tenantId) {
+      const job = jobs.get(jobKey(sessionId, toolUseId, tenantId));
       if (job) assignDefined(job, patch);
     },
-    async job(sessionId, toolUseId) {
-      const job = jobs.get(jobKey(sessionId, toolUseId));
+    async job(sessionId, toolUseId, tenantId) {
+      const job = jobs.get(jobKey(sessionId, toolUseId, tenantId));
       return job ? copy(job) : null;
     },
-    async unfinishedJobs() {
+    async unfinishedJobs(tenantId) {
       return [...jobs.values()]
-        .filter((job) => job.state !== 'done')
+        .filter((job) => job.state !== 'done' && job.tenant_id === (tenantId ?? null))
         .sort((a, b) => a.created_at - b.created_at)
         .map(copy);
     },
-    async claimJob(sessionId, toolUseId, owner, now, leaseExpiresAt) {
-      const job = jobs.get(jobKey(sessionId, toolUseId));
+    async claimJob(sessionId, toolUseId, owner, now, leaseExpiresAt, tenantId) {
+      const job = jobs.get(jobKey(sessionId, toolUseId, tenantId));
       if (!job || job.state === 'done') return null;
       const free = job.lease_owner === null || job.lease_owner === owner || job.lease_expires_at === null || job.lease_expires_at <= now;
       if (!free) return null;
       Object.assign(job, { lease_owner: owner, lease_expires_at: leaseExpiresAt });
       return copy(job);
     },
-    async renewJobLease(sessionId, toolUseId, owner, leaseExpiresAt) {
-      const job = jobs.get(jobKey(sessionId, toolUseId));
+    async renewJobLease(sessionId, toolUseId, owner, leaseExpiresAt, tenantId) {
+      const job = jobs.get(jobKey(sessionId, toolUseId, tenantId));
       if (job?.lease_owner !== owner) return false;
       job.lease_expires_at = leaseExpiresAt;
       return true;

@@ -33,8 +33,9 @@ const RECORD_COLUMNS = 'capability_id, idempotency_key, fingerprint, action_id, 
 const RUN_COLUMNS =
   'action_id, capability_id, endpoint_id, tenant_id, run_id, session_id, credential_revision, created_at, updated_at, last_status, terminal_event, evidence_lost';
 const JOB_COLUMNS =
-  'session_id, tool_use_id, tool_name, tool_input, action_id, idempotency_key, run_id, state, kickoff, kickoff_event_id, final_status, final_event_id, created_at, updated_at, lease_owner, lease_expires_at';
-const JOB = 'session_id = ? AND tool_use_id = ?';
+  'tenant_id, session_id, tool_use_id, tool_name, tool_input, action_id, idempotency_key, run_id, state, kickoff, kickoff_event_id, final_status, final_event_id, created_at, updated_at, lease_owner, lease_expires_at';
+const JOB = 'tenant_scope = ? AND session_id = ? AND tool_use_id = ?';
+const jobParams = (sessionId: string, toolUseId: string, tenantId: string | null | undefined) => [tenantScope(tenantId ?? null), sessionId, toolUseId];
 const SCOPE = 'capability_id = ? AND idempotency_key = ?';
 const GRANT_COLUMNS = 'tenant_id, approval_id, capability_id, idempotency_key, action_id, used_at, expires_at';
 const TERMINAL_LIST = [...TERMINAL_STATUSES].map((status) => `'${status}'`).join(', ');
@@ -174,9 +175,13 @@ export function createSqlLedger(kind: string, executor: SqlExecutor): RunLedger 
       return rows.map(toEvidence);
     },
     async createJob(job) {
+      const tenantId = job.tenant_id ?? null;
       const changed = await (await db()).run(
-        `INSERT INTO herm_jobs (${JOB_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_id, tool_use_id) DO NOTHING`,
+        `INSERT INTO herm_jobs (tenant_scope, ${JOB_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (tenant_scope, session_id, tool_use_id) DO NOTHING`,
         [
+          tenantScope(tenantId),
+          tenantId,
           job.session_id,
           job.tool_use_id,
           job.tool_name,
@@ -197,40 +202,43 @@ export function createSqlLedger(kind: string, executor: SqlExecutor): RunLedger 
       );
       return changed > 0;
     },
-    async updateJob(sessionId, toolUseId, patch) {
+    async updateJob(sessionId, toolUseId, patch, tenantId) {
       const fields = (['run_id', 'state', 'kickoff', 'kickoff_event_id', 'final_status', 'final_event_id'] as const).filter(
         (field) => patch[field] !== undefined,
       );
       await (await db()).run(`UPDATE herm_jobs SET updated_at = ?${fields.map((field) => `, ${field} = ?`).join('')} WHERE ${JOB}`, [
         patch.updated_at,
         ...fields.map((field) => patch[field]),
-        sessionId,
-        toolUseId,
+        ...jobParams(sessionId, toolUseId, tenantId),
       ]);
     },
-    async job(sessionId, toolUseId) {
-      const rows = await (await db()).all(`SELECT ${JOB_COLUMNS} FROM herm_jobs WHERE ${JOB}`, [sessionId, toolUseId]);
+    async job(sessionId, toolUseId, tenantId) {
+      const rows = await (await db()).all(`SELECT ${JOB_COLUMNS} FROM herm_jobs WHERE ${JOB}`, jobParams(sessionId, toolUseId, tenantId));
       return rows[0] ? toJob(rows[0]) : null;
     },
-    async unfinishedJobs() {
-      const rows = await (await db()).all(`SELECT ${JOB_COLUMNS} FROM herm_jobs WHERE state <> 'done' ORDER BY created_at`, []);
+    async unfinishedJobs(tenantId) {
+      const rows = await (await db()).all(`SELECT ${JOB_COLUMNS} FROM herm_jobs WHERE tenant_scope = ? AND state <> 'done' ORDER BY created_at`, [
+        tenantScope(tenantId ?? null),
+      ]);
       return rows.map(toJob);
     },
-    async claimJob(sessionId, toolUseId, owner, now, leaseExpiresAt) {
+    async claimJob(sessionId, toolUseId, owner, now, leaseExpiresAt, tenantId) {
       const changed = await (await db()).run(
         `UPDATE herm_jobs SET lease_owner = ?, lease_expires_at = ?
          WHERE ${JOB} AND state <> 'done' AND (lease_owner IS NULL OR lease_owner = ? OR lease_expires_at IS NULL OR lease_expires_at <= ?)`,
-        [owner, leaseExpiresAt, sessionId, toolUseId, owner, now],
+        [owner, leaseExpiresAt, ...jobParams(sessionId, toolUseId, tenantId), owner, now],
       );
       if (changed === 0) return null;
       // The row is this owner's now: reading it back cannot race another claim.
-      return this.job(sessionId, toolUseId);
+      return this.job(sessionId, toolUseId, tenantId);
     },
-    async renewJobLease(sessionId, toolUseId, owner, leaseExpiresAt) {
-      return (
-        (await (await db()).run(`UPDATE herm_jobs SET lease_expires_at = ? WHERE ${JOB} AND lease_owner = ?`, [leaseExpiresAt, sessionId, toolUseId, owner])) >
-        0
-      );
+    async renewJobLease(sessionId, toolUseId, owner, leaseExpiresAt, tenantId) {
+      const changed = await (await db()).run(`UPDATE herm_jobs SET lease_expires_at = ? WHERE ${JOB} AND lease_owner = ?`, [
+        leaseExpiresAt,
+        ...jobParams(sessionId, toolUseId, tenantId),
+        owner,
+      ]);
+      return changed > 0;
     },
     async close() {
       await setUp.settled();
@@ -375,6 +383,7 @@ function toGrantUse(row: SqlRow): GrantUse {
 
 function toJob(row: SqlRow): BridgeJob {
   return {
+    tenant_id: strOrNull(row.tenant_id),
     session_id: String(row.session_id),
     tool_use_id: String(row.tool_use_id),
     tool_name: String(row.tool_name),

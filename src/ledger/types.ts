@@ -21,6 +21,11 @@ export interface RunEvidence {
 
 /** The Herm bridge's record of one custom tool call turned into a Hermes run. */
 export interface BridgeJob {
+  /**
+   * The verified tenant of the bridge that made the job (null or absent: none). Jobs are per tenant
+   * like bindings: two tenants' Herm sessions may use the same session and tool-use ids.
+   */
+  tenant_id?: string | null;
   session_id: string;
   tool_use_id: string;
   tool_name: string;
@@ -157,19 +162,22 @@ export interface RunLedger {
   /** Bindings whose run has not reached a terminal state and whose evidence is not lost. */
   openRuns(): Promise<RunEvidence[]>;
 
-  /** Inserts a job unless one exists for (session, tool_use_id); returns whether it was new. */
+  /**
+   * Inserts a job unless its tenant has one for (session, tool_use_id); returns whether it was new.
+   * Every job method works within one tenant: `tenantId` (and the job's `tenant_id`) null or absent means no tenant.
+   */
   createJob(job: BridgeJob): Promise<boolean>;
-  updateJob(sessionId: string, toolUseId: string, patch: BridgeJobPatch): Promise<void>;
-  job(sessionId: string, toolUseId: string): Promise<BridgeJob | null>;
-  /** Jobs whose final result was not accepted yet, oldest first. */
-  unfinishedJobs(): Promise<BridgeJob[]>;
+  updateJob(sessionId: string, toolUseId: string, patch: BridgeJobPatch, tenantId?: string | null): Promise<void>;
+  job(sessionId: string, toolUseId: string, tenantId?: string | null): Promise<BridgeJob | null>;
+  /** The tenant's jobs whose final result was not accepted yet, oldest first. */
+  unfinishedJobs(tenantId?: string | null): Promise<BridgeJob[]>;
   /**
    * Takes an unfinished job for `owner` when its lease is free, expired at `now`, or already
    * the owner's; returns the job as stored, or null when it is done or held by another owner.
    */
-  claimJob(sessionId: string, toolUseId: string, owner: string, now: number, leaseExpiresAt: number): Promise<BridgeJob | null>;
+  claimJob(sessionId: string, toolUseId: string, owner: string, now: number, leaseExpiresAt: number, tenantId?: string | null): Promise<BridgeJob | null>;
   /** Extends the owner's lease on a job; false when the job is no longer this owner's. */
-  renewJobLease(sessionId: string, toolUseId: string, owner: string, leaseExpiresAt: number): Promise<boolean>;
+  renewJobLease(sessionId: string, toolUseId: string, owner: string, leaseExpiresAt: number, tenantId?: string | null): Promise<boolean>;
   close(): Promise<void>;
 }
 
