@@ -56,9 +56,7 @@ describe.each(LEDGER_BACKENDS)('replay store: $name', (backend) => {
     const store = await backend.create();
     const second = store.open();
     const id = messageId();
-    const claims = Array.from({ length: 20 }, (_, index) =>
-      (index % 2 ? second : store.ledger).claimMessage({ message_id: id, expires_at: T0 + WINDOW }, T0),
-    );
+    const claims = Array.from({ length: 20 }, (_, index) => (index % 2 ? second : store.ledger).claimMessage({ message_id: id, expires_at: T0 + WINDOW }, T0));
     expect((await Promise.all(claims)).filter(Boolean)).toHaveLength(1);
   });
 
