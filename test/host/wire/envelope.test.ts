@@ -35,7 +35,18 @@ describe('signEnvelope / verifyEnvelopeText', () => {
   it('sets from and security.did, writes fields in the reference order, and verifies from the text', () => {
     const { envelope, text } = signEnvelope({ ...envelopeWith({ n: 1.5 }), security: { signature: 'stale', extra: 1 } }, hostKey, host);
     expect(envelope.from).toEqual({ ...host, did: hostKey.did });
-    expect(Object.keys(envelope)).toEqual(['aip_version', 'message_type', 'message_id', 'sent_at', 'body', 'correlation_id', 'in_response_to', 'from', 'to', 'security']);
+    expect(Object.keys(envelope)).toEqual([
+      'aip_version',
+      'message_type',
+      'message_id',
+      'sent_at',
+      'body',
+      'correlation_id',
+      'in_response_to',
+      'from',
+      'to',
+      'security',
+    ]);
     expect(Object.keys(envelope.security!)).toEqual(['extra', 'did', 'signature']);
     expect(verifyEnvelopeText(parsed(text), hostKey.did)).toBe(true);
     expect(verifyEnvelopeText(parsed(text), otherKey.did)).toBe(false);
@@ -60,7 +71,11 @@ describe('signEnvelope / verifyEnvelopeText', () => {
   it('refuses an envelope without security, did or signature', () => {
     const { envelope } = signEnvelope(envelopeWith(1), hostKey, host);
     const { signature: _signature, ...unsigned } = envelope.security!;
-    for (const value of [{ ...envelope, security: undefined }, { ...envelope, security: unsigned }, { ...envelope, security: { ...unsigned, signature: 7 } }]) {
+    for (const value of [
+      { ...envelope, security: undefined },
+      { ...envelope, security: unsigned },
+      { ...envelope, security: { ...unsigned, signature: 7 } },
+    ]) {
       expect(verifyEnvelopeText(parsed(JSON.stringify(value)), hostKey.did)).toBe(false);
     }
     expect(verifyEnvelopeText(parsed('[1]'), hostKey.did)).toBe(false);
