@@ -44,14 +44,17 @@ export interface Ingress {
   answers: number[];
   /** Resolved before each answer: lets a test hold the ingress (a slow runtime). */
   gate?: () => Promise<void>;
+  /** Every POST received, answered or not. */
+  attempts: number;
 }
 
 export async function startIngress(): Promise<Ingress> {
-  const ingress: Ingress = { target: '', received: [], answers: [] };
+  const ingress: Ingress = { target: '', received: [], answers: [], attempts: 0 };
   const server: Server = createServer(async (req: IncomingMessage, res) => {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const text = Buffer.concat(chunks).toString('utf8');
+    ingress.attempts++;
     await ingress.gate?.();
     const status = ingress.answers.shift() ?? 200;
     if (status === 200) ingress.received.push({ text, envelope: JSON.parse(text) as Envelope });
