@@ -56,9 +56,10 @@ async function finishedRun(): Promise<string> {
 function streamingRequest(
   runId: string,
   change: { target?: string; recipient?: object; route?: (route: Record<string, unknown>) => Record<string, unknown> } = {},
+  on: HostUnderTest = host,
 ) {
   const id = actionId();
-  const route = routeFor(host, id, cap('run_events'), 'streaming');
+  const route = routeFor(on, id, cap('run_events'), 'streaming');
   const metadataRoute = change.route ? change.route(route) : route;
   const action = {
     id,
@@ -71,7 +72,7 @@ function streamingRequest(
       metadata: { connector_callback: metadataRoute, connector_callback_recipient: change.recipient ?? recipient() },
     },
   };
-  return { id, route, text: signed(actionEnvelope(host, action, route)) };
+  return { id, route, text: signed(actionEnvelope(on, action, route)) };
 }
 
 const chunksOf = (received: Ingress['received'], id: string) =>
@@ -166,20 +167,8 @@ describe('undeliverable chunks never lose the result', () => {
   it('an ingress that is down (connection refused): the result still comes back', async () => {
     const down = await startHost({ sim: host.sim, callbackTarget: 'http://127.0.0.1:1/aip/v1/connector-callbacks' });
     const runId = await finishedRun();
-    const id = actionId();
-    const route = routeFor(down, id, cap('run_events'), 'streaming');
-    const action = {
-      id,
-      capability_id: cap('run_events'),
-      input: { run_id: runId },
-      mode: 'streaming',
-      callback: {
-        profile: 'aip.native.http.v1',
-        target: 'http://127.0.0.1:1/aip/v1/connector-callbacks',
-        metadata: { connector_callback: route, connector_callback_recipient: recipient() },
-      },
-    };
-    const answer = await down.post(signed(actionEnvelope(down, action, route)));
+    const unreachable = 'http://127.0.0.1:1/aip/v1/connector-callbacks';
+    const answer = await down.post(streamingRequest(runId, { target: unreachable }, down).text);
     expect(answer.status).toBe(200);
     expect(resultOf(answer)).toMatchObject({ status: 'completed' });
     expect(String((resultOf(answer).message as Array<{ text: string }>).at(-1)?.text)).toContain('not delivered');
