@@ -9,6 +9,7 @@
  * cannot be delivered ends delivery for the action (a later chunk would leave a gap in the
  * sequence), and the final result says so: it is never lost for it.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
 import type { AipStreamChunk } from '../types.js';
 import { type Envelope, type Principal, signEnvelope } from './wire/envelope.js';
@@ -100,7 +101,7 @@ export class ChunkDelivery {
     let failure = 'not attempted';
     for (let attempt = 0; attempt < CALLBACK_ATTEMPTS; attempt++) {
       if (this.#signal?.aborted) return 'the action was cancelled';
-      if (attempt > 0) await pause(RETRY_BASE_MS * 2 ** (attempt - 1), this.#signal);
+      if (attempt > 0) await sleep(RETRY_BASE_MS * 2 ** (attempt - 1), undefined, { signal: this.#signal }).catch(() => undefined);
       const outcome = await this.#attempt(text);
       if (outcome.ok) return undefined;
       failure = outcome.reason;
@@ -133,16 +134,4 @@ function streamChunk(chunk: AipStreamChunk): Record<string, unknown> {
   if (chunk.data !== undefined) wire.data = chunk.data;
   if (chunk.part !== undefined) wire.part = chunk.part;
   return wire;
-}
-
-function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-  });
 }
