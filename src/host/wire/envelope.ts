@@ -33,6 +33,16 @@ export interface Envelope {
   extensions?: unknown;
 }
 
+/** The object's fields in `order`, absent (undefined or null) ones left out, as serde's skip-if-none writes them. */
+export function inFieldOrder<T extends object>(object: T, order: readonly (keyof T)[]): T {
+  const ordered: Partial<T> = {};
+  for (const field of order) {
+    const value = object[field];
+    if (value !== undefined && value !== null) ordered[field] = value;
+  }
+  return ordered as T;
+}
+
 /**
  * Signs as `sign_native_envelope`: `from` = signer + our did, `security.signature` removed, `security.did` set,
  * Ed25519 over the canonical form of what the reference types re-serialise, the signature put in `security.signature`.
