@@ -65,6 +65,10 @@ export interface PinnedIdentity {
   manifestDigest: string;
   /** The configured callback endpoint; without it streaming actions are refused. */
   callbackTarget?: string | undefined;
+  /** The credential handle this deployment binds to the gateway, when it has one. */
+  credential?: { id: string; issuer: string } | undefined;
+  /** The provider account this deployment binds to the gateway, when it has one. */
+  externalAccount?: { id: string; system: string } | undefined;
 }
 
 /** The signer DID the reference verifies with: `security.did`, else `from.did`. */
@@ -229,6 +233,41 @@ function typedPrincipal(value: unknown): Record<string, unknown> | undefined {
 /** serde_json `Value` equality: the same canonical form. */
 function sameJson(a: unknown, b: unknown): boolean {
   return a !== undefined && b !== undefined && canonicalJson(a) === canonicalJson(b);
+}
+
+/**
+ * The gateway's static identity binding (`validate_identity_lookup_hint`): identity claims on an
+ * action are lookup hints that must agree with the host's binding (its tenant, credential handle
+ * and external account; no user or human actor), else a 403 with the reference's code.
+ */
+export function checkIdentityClaims(action: Record<string, unknown>, pinned: PinnedIdentity): Refusal | undefined {
+  const claimed = asObject(action.identity);
+  if (claimed === undefined) return undefined;
+  const tenant = asObject(claimed.tenant)?.id;
+  if (tenant !== pinned.tenantId) {
+    return identityRefusal(
+      'auth.tenant_mismatch',
+      `tenant mismatch: requested \`${typeof tenant === 'string' ? tenant : '<none>'}\`, verified \`${pinned.tenantId}\``,
+    );
+  }
+  const credential = asObject(claimed.credential_ref);
+  if (credential !== undefined) {
+    if (pinned.credential === undefined) return identityRefusal('credential.required', 'a credential is required');
+    if (credential.id !== pinned.credential.id || credential.issuer !== pinned.credential.issuer) {
+      return identityRefusal('auth.identity_resolution_failed', 'credential lookup hint does not match the trusted directory');
+    }
+  }
+  const account = claimed.external_account;
+  const accountDiffers = account !== undefined && account !== null && !sameJson(account, pinned.externalAccount);
+  const unbound = ['external_user', 'human_actor', 'acted_on_behalf_of'].some((field) => claimed[field] !== undefined && claimed[field] !== null);
+  if (accountDiffers || unbound) return identityRefusal('auth.identity_resolution_failed', 'identity lookup hint does not match the trusted directory');
+  return undefined;
+}
+
+function identityRefusal(code: string, message: string): Refusal {
+  const error = hostError(code, message, 'auth', false);
+  error.source = { component: 'aip-gateway.identity-resolution' };
+  return { status: 403, error };
 }
 
 export function asObject(value: unknown): Record<string, unknown> | undefined {

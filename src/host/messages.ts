@@ -12,7 +12,7 @@ import type { RunLedger } from '../ledger/types.js';
 import type { AipAction, AipActionResult, HermesConnector } from '../types.js';
 import { approvalGrant, importApproval } from './approval.js';
 import { ChunkDelivery, type DeliveryReport } from './callbacks.js';
-import { asObject, checkGateway, checkRoute, hostError, type PinnedIdentity, type PinnedRoute, type Refusal, type WireProtocolError } from './checks.js';
+import { asObject, checkGateway, checkIdentityClaims, checkRoute, hostError, type PinnedIdentity, type PinnedRoute, type Refusal } from './checks.js';
 import { actionDeadline, cancelThroughConnector, connectorAction, type ExecutionBinding, executionContext, wireActionResult } from './execute.js';
 import { checkApprovalAuthorization, reserialize, validateEnvelopeSchema } from './envelope-decode.js';
 import { ReplayGuard } from './replay.js';
@@ -125,7 +125,6 @@ export function createMessageHandler(deps: MessageHandlerDeps): MessageHandler {
     const forwarded = connectorAction(action, deps.pinned.tenantId);
     const entry: RunningAction = { action: forwarded, controller: new AbortController() };
     running.set(forwarded.id, entry);
-    status.inFlight++;
     const delivery = streamDelivery(request, action, pinnedRoute, entry.controller.signal);
     try {
       const context = executionContext(binding, origin(request), {
@@ -137,7 +136,6 @@ export function createMessageHandler(deps: MessageHandlerDeps): MessageHandler {
       const result = await deps.connector.invoke(forwarded, context);
       return answerResult(request, wireActionResult(result, undeliveredNotes(delivery?.report, forwarded.id)));
     } finally {
-      status.inFlight--;
       if (running.get(forwarded.id) === entry) running.delete(forwarded.id);
     }
   };
@@ -191,6 +189,18 @@ export function createMessageHandler(deps: MessageHandlerDeps): MessageHandler {
       });
       if (outcome !== 'imported') return refuse(request, approvalRefusal(outcome));
     }
+    if (!isAction) return gateway(request, pinnedRoute);
+    // As the reference counts it: an action is in flight from here (its replay check included) to its answer.
+    status.inFlight++;
+    try {
+      return await gateway(request, pinnedRoute);
+    } finally {
+      status.inFlight--;
+    }
+  };
+
+  /** What the reference's gateway does with an admitted envelope: replay policy, identity binding, then the body. */
+  const gateway = async (request: Envelope, pinnedRoute: PinnedRoute): Promise<MessageAnswer> => {
     const replayVerdict = await replay.admit(request.message_id, parseRfc3339(request.sent_at) ?? Number.NaN).catch((error: unknown) => {
       logError('replay store')(error);
       return { failed: true } as const;
@@ -200,9 +210,9 @@ export function createMessageHandler(deps: MessageHandlerDeps): MessageHandler {
       return refuse(request, { status: 409, error: hostError('connector_host.replay', replayVerdict.refused, 'policy', false) });
     }
     const action = asObject(request.body.action);
-    if (isAction && action !== undefined) {
-      const mismatch = identityMismatch(action, deps.pinned.tenantId);
-      if (mismatch !== undefined) return refuse(request, { status: 403, error: mismatch });
+    if (action !== undefined) {
+      const mismatch = checkIdentityClaims(action, deps.pinned);
+      if (mismatch !== undefined) return refuse(request, mismatch);
       return execute(request, action, pinnedRoute).catch((error: unknown) => {
         logError('execute action')(error);
         return refuse(request, executionRefusal('runtime error: the connector failed while executing the action'));
@@ -309,25 +319,6 @@ function approvalRefusal(outcome: 'conflict' | 'unavailable'): Refusal {
           1_000,
         ),
       };
-}
-
-/**
- * The gateway's static identity binding (`validate_identity_lookup_hint`): an action that claims an
- * identity must claim the host's tenant; the connector then sees the verified tenant only.
- */
-function identityMismatch(action: Record<string, unknown>, tenantId: string): WireProtocolError | undefined {
-  const identity = asObject(action.identity);
-  if (identity === undefined) return undefined;
-  const claimed = asObject(identity.tenant)?.id;
-  if (claimed === tenantId) return undefined;
-  const error = hostError(
-    'auth.tenant_mismatch',
-    `tenant mismatch: requested \`${typeof claimed === 'string' ? claimed : '<none>'}\`, verified \`${tenantId}\``,
-    'auth',
-    false,
-  );
-  error.source = { component: 'aip-gateway.identity-resolution' };
-  return error;
 }
 
 function origin(request: Envelope) {

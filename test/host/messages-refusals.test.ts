@@ -274,6 +274,21 @@ describe('after the replay claim: identity binding and unsupported messages', ()
     expect((await host.post(text)).status).toBe(409);
   });
 
+  it('identity claims are lookup hints: the host tenant alone passes; a credential or human actor the binding lacks → 403', async () => {
+    const own = { ...statusAction(), identity: { tenant: { id: host.pinned.tenantId } } };
+    expect((await host.post(signed(actionEnvelope(host, own)))).status).toBe(200);
+    const cases: Array<[Record<string, unknown>, string]> = [
+      [{ credential_ref: { id: 'cred', issuer: 'vault', scopes: [] } }, 'credential.required'],
+      [{ human_actor: { id: 'human:someone', kind: 'human' } }, 'auth.identity_resolution_failed'],
+      [{ external_account: { id: 'acct', system: 'hermes' } }, 'auth.identity_resolution_failed'],
+    ];
+    for (const [claim, code] of cases) {
+      const action = { ...statusAction(), identity: { tenant: { id: host.pinned.tenantId }, ...claim } };
+      const text = signed(actionEnvelope(host, action));
+      expectRefusal(await host.post(text), text, 403, { code, category: 'auth', retryable: false });
+    }
+  });
+
   it('a body the host does not execute (a heartbeat) → 502 connector_host.execution (connector, not retryable)', async () => {
     const id = actionId();
     const envelope = {
