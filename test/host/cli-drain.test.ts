@@ -146,7 +146,10 @@ describe('hermes-aip host: draining with work in flight', { timeout: 60_000 }, (
   it('cancels an action that outlives the drain timeout, and still goes offline and exits 0', async () => {
     const host = await startHost(1_000);
     host.hermes.handle((exchange) => (exchange.request.target.startsWith('/health') ? respondJson(200, { status: 'ok' })(exchange) : neverRespond(exchange)));
-    const inFlight = post(host, statusAction(host, 'run_stuck')).catch((error: Error) => ({ status: 0, body: { error: error.message } as Record<string, any> }));
+    const inFlight = post(host, statusAction(host, 'run_stuck')).catch((error: Error) => ({
+      status: 0,
+      body: { error: error.message } as Record<string, any>,
+    }));
     await waitUntil(() => host.hermes.requests.some((request) => request.target === '/v1/runs/run_stuck'));
     host.child.kill('SIGTERM');
     const run = await host.exit;
