@@ -3,77 +3,38 @@
  * and is answered while new actions are refused; one that outlives the drain timeout is cancelled,
  * and the host still goes offline and exits 0.
  */
-import { createServer } from 'node:net';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Envelope, signEnvelope } from '../../src/host/wire/envelope.js';
 import { correlationId, messageId } from '../../src/host/wire/ids.js';
 import { rfc3339 } from '../../src/host/wire/time.js';
-import { finished, spawnCli, tempDir, waitForOutput } from '../cli/helpers.js';
+import { tempDir } from '../cli/helpers.js';
 import { type FaultServer, neverRespond, respondJson, respondStatus, startFaultServer } from '../helpers/fault-server.js';
-import { type ControlStub, startControlStub } from './control-stub.js';
-import { type HostEnv, hostEnv, prefixed } from './host-env.js';
-import { writeFileSync } from 'node:fs';
+import { type HostProcess, launchHost, waitUntil } from './host-process.js';
+import { type HostUnderTest, routeFor } from './messages-support.js';
+
+/** The coordinates the host's settings (host-env) give it, as the route helper reads them. */
+const ROUTED_HOST = { pinned: { instanceId: 'cinst_hermes_acme', replicaId: 'crepl_hermes_acme_1', versionId: 'cver_hermes_1' } } as HostUnderTest;
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-async function waitUntil(condition: () => boolean, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not reached');
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
-interface RunningHost {
-  base: string;
-  env: HostEnv;
-  stub: ControlStub;
-  hermes: FaultServer;
-  child: ReturnType<typeof spawnCli>;
-  exit: ReturnType<typeof finished>;
-}
-
-/** A host over a Hermes whose run reads are answered as each test decides (/health always 200). */
-async function startHost(drainTimeoutMs: number): Promise<RunningHost> {
+/** A host over a Hermes whose run reads are answered as each test decides (its /health always 200). */
+async function startHost(drainTimeoutMs: number): Promise<HostProcess & { hermes: FaultServer }> {
   const hermes = await startFaultServer(respondJson(200, { status: 'ok', platform: 'hermes-agent', version: 'fault' }));
   cleanups.push(() => hermes.close());
   const folder = tempDir();
   writeFileSync(join(folder, 'hermes.key'), 'hk_drain_test_key\n', { mode: 0o600 });
   const configPath = join(folder, 'endpoints.json');
   writeFileSync(configPath, JSON.stringify({ endpoints: [{ id: 'local', baseUrl: hermes.url, apiKeyFile: 'hermes.key', tenantId: 'tenant-acme' }] }));
-  const env = hostEnv();
-  const stub = await startControlStub(env.did);
-  cleanups.push(() => stub.close());
-  const port = await freePort();
-  const settings = {
-    ...env.settings,
-    BIND: `127.0.0.1:${port}`,
-    PUBLIC_ENDPOINT: `http://127.0.0.1:${port}/aip/v1/messages`,
-    CONTROL_ENDPOINT: stub.url,
-    CONTROL_DID: stub.did,
-    HEARTBEAT_MS: '200',
-    DRAIN_TIMEOUT_MS: String(drainTimeoutMs),
-  };
-  const child = spawnCli(['host', '--config', configPath], { env: { ...prefixed(settings), HERMES_LEDGER: `sqlite:${join(env.folder, 'ledger.sqlite')}` } });
-  const exit = finished(child, ['host'], 40_000);
-  await waitForOutput(child.stderr, 'AIP connector host listening');
-  return { base: `http://127.0.0.1:${port}`, env, stub, hermes, child, exit };
+  return { ...(await launchHost(configPath, { DRAIN_TIMEOUT_MS: String(drainTimeoutMs) })), hermes };
 }
 
 /** A run_status action for `runId`, routed and signed as a reference runtime sends it. */
-function statusAction(host: RunningHost, runId: string): string {
+function statusAction(host: HostProcess, runId: string): string {
   const register = host.stub.records.find((record) => record.operation === 'register')!;
   const actionId = `act_${messageId().slice(4)}`;
   const capabilityId = 'cap:hermes_agent:local:run_status';
@@ -86,29 +47,14 @@ function statusAction(host: RunningHost, runId: string): string {
     correlation_id: correlationId(),
     to: { id: 'agent:hermes_agent:connector', kind: 'agent' },
     security: {
-      connector_route: {
-        action_id: actionId,
-        capability_id: capabilityId,
-        tenant_id: 'tenant-acme',
-        instance_id: 'cinst_hermes_acme',
-        replica_id: 'crepl_hermes_acme_1',
-        version_id: 'cver_hermes_1',
-        manifest_digest: register.payload['manifest_digest'],
-        catalog_revision: 1,
-        binding_policy_revision: 1,
-        credential_revision_ref: null,
-        quota_policy_ref: null,
-        replica_health_revision: 1,
-        fence_token: `route_${actionId.slice(4)}`,
-        original_mode: null,
-      },
+      connector_route: { ...routeFor(ROUTED_HOST, actionId, capabilityId), manifest_digest: register.payload['manifest_digest'] },
       trust_domain: 'connectors.test',
     },
   };
   return signEnvelope(envelope, host.env.gatewayKey, { id: 'service:getaip:server', kind: 'service', trust_domain: 'connectors.test' }).text;
 }
 
-async function post(host: RunningHost, text: string): Promise<{ status: number; body: Record<string, any> }> {
+async function post(host: HostProcess, text: string): Promise<{ status: number; body: Record<string, any> }> {
   const response = await fetch(`${host.base}/aip/v1/messages`, { method: 'POST', body: text, headers: { 'content-type': 'application/json' } });
   return { status: response.status, body: (await response.json()) as Record<string, any> };
 }
