@@ -22,7 +22,7 @@ interface Rig {
   status: HostStatus;
   keeper: LeaseKeeper;
   did: string;
-  ready: { value: boolean; probes: number };
+  ready: { value: boolean; probes: number; throws: boolean };
 }
 
 async function rig(options: { leaseTtlMs?: number; random?: number } = {}): Promise<Rig> {
@@ -35,7 +35,7 @@ async function rig(options: { leaseTtlMs?: number; random?: number } = {}): Prom
   const control = createControlClient({ endpoint: stub.url, controlDid: stub.did, key, timeoutMs: 2_000 });
   cleanups.push(() => control.close());
   const status = new HostStatus();
-  const ready = { value: true, probes: 0 };
+  const ready = { value: true, probes: 0, throws: false };
   const keeper = new LeaseKeeper({
     control,
     status,
@@ -49,6 +49,7 @@ async function rig(options: { leaseTtlMs?: number; random?: number } = {}): Prom
       ),
     probe: async () => {
       ready.probes += 1;
+      if (ready.throws) throw new Error('probe failed');
       status.connectorReady = ready.value;
       return ready.value;
     },
@@ -188,6 +189,15 @@ describe('heartbeats', () => {
     ready.value = true;
     await waitUntil(() => status.leaseValid(), 'the lease after readiness returns');
     expect(ofOperation(stub, 'register')).toHaveLength(2);
+  });
+  it('keeps ticking when a readiness probe throws', async () => {
+    const { stub, status, keeper, ready } = await rig();
+    await keeper.register();
+    ready.throws = true;
+    keeper.start();
+    await waitUntil(() => status.counter('heartbeat_failures_total') >= 2, 'two failed ticks');
+    ready.throws = false;
+    await waitUntil(() => ofOperation(stub, 'heartbeat').length >= 1, 'a heartbeat after the probe recovers');
   });
 });
 
