@@ -106,7 +106,7 @@ export interface PinnedRoute {
 }
 
 /** Checks the approval record against the action (an approval module supplies it). */
-export type ApprovalCheck = (record: unknown, action: Record<string, unknown>) => { ok: true } | { ok: false; reason: string };
+export type ApprovalCheck = (record: unknown, action: Record<string, unknown>) => { ok: true; record?: unknown } | { ok: false; reason: string };
 
 /** Checks 4–6e (403): recipient, the route's coordinates, then what the body must agree with. */
 export function checkRoute(envelope: Envelope, pinned: PinnedIdentity, checkApproval: ApprovalCheck): Refusal | PinnedRoute {
@@ -159,8 +159,9 @@ function checkRouteApproval(
   }
   if (record === undefined) return { refusal: routeMismatch(403, 'connector-host approved action is missing gateway authorization evidence') };
   const verdict = checkApproval(record, action);
-  if (!verdict.ok) return { refusal: routeMismatch(403, `connector-host approval authorization is not valid: ${verdict.reason}`) };
-  return { record: record as Record<string, unknown> };
+  if (!verdict.ok) return { refusal: routeMismatch(403, `connector-host ${verdict.reason}`) };
+  // The record as the reference types hold it: what is imported and turned into the grant.
+  return { record: (verdict.record ?? record) as Record<string, unknown> };
 }
 
 /** 6c/6d: a streaming action's callback is exactly the configured ingress with the route and our sender; no other action has one. */

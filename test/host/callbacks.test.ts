@@ -20,6 +20,7 @@ import {
   type HostUnderTest,
   type Ingress,
   resultOf,
+  roundTrips,
   routeFor,
   signed,
   startHost,
@@ -94,6 +95,7 @@ describe('delivered chunks', () => {
       const parsed = parseWire(text);
       expect('error' in parsed ? false : verifyEnvelopeText(parsed, hostKey.did)).toBe(true);
       expect(envelope.message_type).toBe('aip.core.v1.stream_chunk');
+      expect(roundTrips(text)).toBe(true);
       expect(envelope.to).toEqual(recipient());
       expect(envelope.from).toEqual({ ...hostPrincipal, did: hostKey.did });
       expect(envelope.security).toEqual({ connector_callback: request.route, did: hostKey.did, signature: expect.any(String) });
