@@ -5,6 +5,7 @@
  */
 import type { Envelope, Principal } from './wire/envelope.js';
 import { canonicalJson } from './wire/json.js';
+import { reserialize } from './wire/reference-types.js';
 
 export type ErrorCategory = 'temporary' | 'permanent' | 'auth' | 'policy' | 'economic' | 'connector' | 'transport';
 
@@ -216,19 +217,10 @@ function recipientMatches(recipient: Principal | undefined, host: Principal): bo
   );
 }
 
-const PRINCIPAL_FIELDS = ['id', 'kind', 'display_name', 'trust_domain', 'did', 'external_refs', 'delegated_authority', 'auth_context'];
-
-/** A principal as the reference type holds it (unknown fields, nulls and empty lists gone), for equality. */
-function typedPrincipal(value: unknown): Record<string, unknown> | undefined {
-  const principal = asObject(value);
-  if (principal === undefined) return undefined;
-  const typed: Record<string, unknown> = {};
-  for (const field of PRINCIPAL_FIELDS) {
-    const item = principal[field];
-    if (item === undefined || item === null || (Array.isArray(item) && item.length === 0)) continue;
-    typed[field] = item;
-  }
-  return typed;
+/** A principal as the reference type holds it (unknown fields, nulls and empty lists gone), for equality; undefined when it is none. */
+function typedPrincipal(value: unknown): unknown {
+  const typed = reserialize.principal(value);
+  return typed.ok ? typed.value : undefined;
 }
 
 /** serde_json `Value` equality: the same canonical form. */
