@@ -78,6 +78,8 @@ const TEXT_TYPE = 'text/plain; charset=utf-8';
 interface RunningAction {
   action: AipAction;
   controller: AbortController;
+  /** Resolves once the connector returned for it (never rejects). */
+  settled: Promise<unknown>;
 }
 
 export function createMessageHandler(deps: MessageHandlerDeps): MessageHandler {
@@ -124,7 +126,7 @@ export function createMessageHandler(deps: MessageHandlerDeps): MessageHandler {
 
   const execute = async (request: Envelope, action: Record<string, unknown>, pinnedRoute: PinnedRoute): Promise<MessageAnswer> => {
     const forwarded = connectorAction(action, deps.pinned.tenantId);
-    const entry: RunningAction = { action: forwarded, controller: new AbortController() };
+    const entry: RunningAction = { action: forwarded, controller: new AbortController(), settled: Promise.resolve() };
     running.set(forwarded.id, entry);
     const delivery = streamDelivery(request, action, pinnedRoute, entry.controller.signal);
     try {
@@ -134,7 +136,9 @@ export function createMessageHandler(deps: MessageHandlerDeps): MessageHandler {
         ...(pinnedRoute.approval === undefined ? {} : { approval: approvalGrant(pinnedRoute.approval, action) }),
         ...(delivery === undefined ? {} : { onChunk: delivery.deliver }),
       });
-      const result = await deps.connector.invoke(forwarded, context);
+      const invocation = deps.connector.invoke(forwarded, context);
+      entry.settled = invocation.catch(() => undefined);
+      const result = await invocation;
       return answerResult(request, wireActionResult(result, undeliveredNotes(delivery?.report, forwarded.id)));
     } finally {
       if (running.get(forwarded.id) === entry) running.delete(forwarded.id);
@@ -166,7 +170,9 @@ export function createMessageHandler(deps: MessageHandlerDeps): MessageHandler {
   const cancel = async (request: Envelope, cancelBody: Record<string, unknown>, pinnedRoute: PinnedRoute): Promise<MessageAnswer> => {
     const actionId = String(asObject(cancelBody.target)?.action);
     const known = running.get(actionId);
+    // Aborted, then awaited: a start that Hermes answered before the abort has its run in the ledger by now, so the stop finds it.
     known?.controller.abort();
+    await known?.settled;
     const context = executionContext(binding, origin(request), { deadline: undefined, signal: withStop(new AbortController().signal, deps.stopSignal) });
     const result: AipActionResult = await cancelThroughConnector(
       binding,
