@@ -11,12 +11,12 @@ import type { Logger } from 'pino';
 import type { RunLedger } from '../ledger/types.js';
 import type { AipAction, AipActionResult, HermesConnector } from '../types.js';
 import { approvalGrant, importApproval } from './approval.js';
-import { ChunkDelivery, type DeliveryReport } from './callbacks.js';
+import { ChunkDelivery, type DeliveryReport, signedText } from './callbacks.js';
 import { asObject, checkGateway, checkIdentityClaims, checkRoute, hostError, type PinnedIdentity, type PinnedRoute, type Refusal } from './checks.js';
 import { actionDeadline, cancelThroughConnector, connectorAction, type ExecutionBinding, executionContext, wireActionResult } from './execute.js';
 import { ReplayGuard } from './replay.js';
 import { checkApprovalAuthorization } from './wire/approval.js';
-import { type Envelope, signEnvelope } from './wire/envelope.js';
+import type { Envelope } from './wire/envelope.js';
 import { checkEnvelope } from './wire/envelope-schema.js';
 import { messageId } from './wire/ids.js';
 import { canonicalJson, parseWire, withoutPaths, wireJson } from './wire/json.js';
@@ -111,9 +111,9 @@ export function createMessageHandler(deps: MessageHandlerDeps): MessageHandler {
       ...(request.from === undefined ? {} : { to: request.from }),
     };
     try {
-      return { status: httpStatus, body: signEnvelope(response, deps.key, deps.pinned.host).text, contentType: JSON_TYPE };
+      return { status: httpStatus, body: signedText(response, deps.key, deps.pinned.host), contentType: JSON_TYPE };
     } catch (error) {
-      // A value with no serde form (a lone surrogate in a provider's output): the reference's own signing failure answer.
+      // An envelope the reference types refuse even so: the reference's own answer to a signing failure.
       logError('sign response')(error);
       return unsigned(500, 'connector_host.response_signing', 'the response could not be signed');
     }

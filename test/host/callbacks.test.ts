@@ -202,3 +202,27 @@ describe('a callback that does not match is refused before anything runs (403)',
     expect(answer.status).toBe(403);
   });
 });
+
+describe('a chunk with no form the reference types accept', () => {
+  it('(a lone surrogate from the provider) is delivered and answered with U+FFFD in its place, as a UTF-8 reader would see it', async () => {
+    const broken = await startHost({
+      script: () => [{ type: 'delta', text: 'ok \ud800' }, { type: 'complete' }],
+      callbackTarget: ingress.target,
+    });
+    const id = actionId();
+    const started = await broken.post(
+      signed(actionEnvelope(broken, { id, capability_id: cap('run_start'), input: { body: { input: 'x' } }, idempotency_key: `k-${id}` })),
+    );
+    const runId = String((resultOf(started).output as Record<string, unknown>).run_id);
+    await expect.poll(() => broken.sim.run(runId)?.status).toBe('completed');
+    const request = streamingRequest(runId, {}, broken);
+    const answer = await broken.post(request.text);
+    expect(answer.status).toBe(200);
+    expect(resultOf(answer)).toMatchObject({ status: 'completed', output: { text: 'ok \ufffd' } });
+    expect(roundTrips(answer.body)).toBe(true);
+    const chunks = chunksOf(ingress.received, request.id);
+    expect(chunks.length).toBeGreaterThan(1);
+    expect(chunks.every(({ text }) => roundTrips(text))).toBe(true);
+    expect(chunks[0]?.text).toContain('\ufffd');
+  });
+});
