@@ -7,7 +7,8 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { RunStep } from 'aip-connector-hermes-agent/simulator';
-import { wireJson } from '../../src/host/wire/json.js';
+import { parseWire, wireJson } from '../../src/host/wire/json.js';
+import { reserialize } from '../../src/host/wire/reference-types.js';
 import { timeArray, rfc3339 } from '../../src/host/wire/time.js';
 import { DURABLE_BACKENDS } from '../helpers/ledgers.js';
 import {
@@ -20,6 +21,7 @@ import {
   type HostUnderTest,
   peerResponseProblem,
   resultOf,
+  roundTrips,
   routeFor,
   sentEnvelope,
   signed,
@@ -81,7 +83,15 @@ describe('a completed action', () => {
     expect(resultOf(answer)).toMatchObject({ status: 'completed', output: { run_id: runId } });
   });
 
-  it('the answer is the reference ActionResult: its field order, no receipt, no empty message list, no null', async () => {
+  it('the answer is the reference ActionResult: a fixed point of its re-serialisation, no receipt, no empty message list, no null', async () => {
+    const runId = await startRun(host);
+    for (const input of [{ run_id: 'run_gone' }, { run_id: runId }]) {
+      const answer = await host.post(signed(actionEnvelope(host, { id: actionId(), capability_id: cap('run_status'), input })));
+      const result = resultOf(answer);
+      const typed = reserialize.actionResult(parseResult(answer.body));
+      expect(typed.ok && wireJson(typed.tree)).toBe(wireJson(result));
+      expect(roundTrips(answer.body)).toBe(true);
+    }
     const answer = await host.post(signed(actionEnvelope(host, { id: actionId(), capability_id: cap('run_status'), input: { run_id: 'run_gone' } })));
     const result = resultOf(answer);
     expect(Object.keys(result)).toEqual(['action_id', 'status', 'error']);
@@ -229,6 +239,13 @@ describe('approval: the route’s record becomes the connector’s grant', () =>
     expect(errorOf(answer)).toMatchObject({ code: 'connector_host.route_mismatch', message: 'connector-host route carries unused approval authorization' });
   });
 });
+
+/** The action_result of an answer as parsed text (number lexemes kept), for the reference type. */
+function parseResult(text: string): unknown {
+  const parsed = parseWire(text);
+  if ('error' in parsed) throw new Error(parsed.error);
+  return ((parsed.tree as Record<string, unknown>).body as Record<string, unknown>).action_result;
+}
 
 function routeOf(approved: { text: string }): Record<string, unknown> {
   return (sentEnvelope(approved.text).security as { connector_route: Record<string, unknown> }).connector_route;

@@ -13,7 +13,8 @@ import { HostStatus } from '../../src/host/metrics.js';
 import type { PinnedIdentity } from '../../src/host/checks.js';
 import { type Envelope, type Principal, signEnvelope, verifyEnvelopeText } from '../../src/host/wire/envelope.js';
 import { correlationId, messageId } from '../../src/host/wire/ids.js';
-import { parseWire } from '../../src/host/wire/json.js';
+import { parseWire, wireJson } from '../../src/host/wire/json.js';
+import { reserialize } from '../../src/host/wire/reference-types.js';
 import { type SigningKey, signingKeyFromSeed } from '../../src/host/wire/keys.js';
 import { rfc3339 } from '../../src/host/wire/time.js';
 import { DURABLE_BACKENDS } from '../helpers/ledgers.js';
@@ -208,6 +209,7 @@ export function peerResponseProblem(answer: Answer, request: Envelope): string |
   const parsed = parseWire(answer.body);
   if ('error' in parsed) return 'not JSON';
   if (!verifyEnvelopeText(parsed, hostKey.did)) return 'signature';
+  if (!roundTrips(answer.body)) return 'not a fixed point of the reference types';
   const response = answer.envelope;
   if (response.from?.id !== hostPrincipal.id || response.from?.kind !== hostPrincipal.kind || response.from?.did !== hostKey.did) return 'from';
   if (response.from?.trust_domain !== hostPrincipal.trust_domain) return 'from.trust_domain';
@@ -218,6 +220,14 @@ export function peerResponseProblem(answer: Answer, request: Envelope): string |
   if (response.message_id === request.message_id || !/^msg_[0-9a-f]{32}$/.test(response.message_id)) return 'message_id';
   if (Math.abs(Date.parse(response.sent_at) - Date.now()) > 5 * 60_000) return 'sent_at';
   return undefined;
+}
+
+/** `response_roundtrips_reference_serde`: the text equals its re-serialisation through the reference Envelope type. */
+export function roundTrips(text: string): boolean {
+  const parsed = parseWire(text);
+  if ('error' in parsed) return false;
+  const typed = reserialize.envelope(parsed.tree);
+  return typed.ok && wireJson(typed.tree) === text;
 }
 
 /** The protocol error of a signed error answer. */
