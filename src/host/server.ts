@@ -69,7 +69,8 @@ export function createHostServer(options: HostServerOptions): HostServer {
   const active = new Set<ServerResponse>();
   const server = createServer({
     headersTimeout: options.headersTimeoutMs ?? 10_000,
-    requestTimeout: 0,
+    // A backstop for bodies sent to routes that ignore them; message bodies have their own, shorter bound.
+    requestTimeout: 60_000,
     connectionsCheckingInterval: 1_000,
   });
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
