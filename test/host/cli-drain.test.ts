@@ -78,6 +78,11 @@ describe('hermes-aip host: draining with work in flight', { timeout: 60_000 }, (
     expect(refused.status).toBe(503);
     expect(refused.body['body']['error']['error']).toMatchObject({ code: 'connector_host.not_ready', category: 'temporary', retryable: true });
     expect(host.stub.records.some((record) => record.operation === 'offline')).toBe(false);
+    const metrics = await (await fetch(`${host.base}/metrics`)).text();
+    expect(metrics).toContain('aip_connector_host_ready 0\n');
+    expect(metrics).toContain('aip_connector_host_in_flight 1\n');
+    expect(metrics).toContain('aip_connector_host_requests_total 2\n');
+    expect(metrics).toContain('aip_connector_host_rejected_total 1\n');
 
     release();
     const answered = await inFlight;
