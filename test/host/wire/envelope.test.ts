@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type Envelope, type Principal, signEnvelope, verifyEnvelopeText } from '../../../src/host/wire/envelope.js';
+import { type Envelope, inFieldOrder, type Principal, signEnvelope, verifyEnvelopeText } from '../../../src/host/wire/envelope.js';
 import { parseWire } from '../../../src/host/wire/json.js';
 import { signingKeyFromSeed } from '../../../src/host/wire/keys.js';
 
@@ -79,5 +79,15 @@ describe('signEnvelope / verifyEnvelopeText', () => {
       expect(verifyEnvelopeText(parsed(JSON.stringify(value)), hostKey.did)).toBe(false);
     }
     expect(verifyEnvelopeText(parsed('[1]'), hostKey.did)).toBe(false);
+  });
+});
+
+describe('inFieldOrder', () => {
+  it('orders the given fields, leaves out undefined and null ones, and drops fields not listed', () => {
+    const ordered = inFieldOrder<Record<string, unknown>>({ b: 2, z: 9, a: null, c: undefined, d: [] }, ['d', 'c', 'b', 'a']);
+    expect(Object.entries(ordered)).toEqual([
+      ['d', []],
+      ['b', 2],
+    ]);
   });
 });
