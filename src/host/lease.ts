@@ -271,8 +271,8 @@ export class LeaseKeeper {
   async #runTick(): Promise<void> {
     const { status } = this.#options;
     if (status.draining || this.#stopped) return;
-    const ready = await this.#options.probe();
     try {
+      const ready = await this.#options.probe();
       if (status.leaseValid()) await this.#heartbeat(ready);
       else if (ready) await this.#recover();
     } catch (error) {

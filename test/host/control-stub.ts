@@ -29,6 +29,8 @@ export interface ControlStub {
   readonly records: ControlRecord[];
   /** Decides each answer (default: grant everything). */
   answer: (record: ControlRecord) => ControlAnswer;
+  /** Holds an answer back until the promise settles (default: answers at once). */
+  hold: (record: ControlRecord) => Promise<void> | undefined;
   leaseTtlMs: number;
   close(): Promise<void>;
 }
@@ -44,16 +46,18 @@ export async function startControlStub(hostDid: string): Promise<ControlStub> {
     did: key.did,
     records,
     answer: () => 'grant',
+    hold: () => undefined,
     leaseTtlMs: 30_000,
     close: async () => {},
   };
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
+    req.on('end', async () => {
       const text = Buffer.concat(chunks).toString('utf8');
       const record = recordOf(text, hostDid);
       records.push(record);
+      await stub.hold(record);
       const decision = stub.answer(record);
       if (decision === 'drop') return res.socket?.destroy();
       if (decision === 'garbage') return res.writeHead(200, { 'content-type': 'application/json' }).end('{"response": not json');
