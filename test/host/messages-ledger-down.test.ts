@@ -4,8 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createPostgresLedger } from 'aip-connector-hermes-agent';
-import { actionEnvelope, actionId, cap, errorOf, gatewayPrincipal, routeFor, signed, startHost, TENANT } from './messages-support.js';
-import { rfc3339, timeArray } from '../../src/host/wire/time.js';
+import { actionEnvelope, actionId, approvalFor, cap, errorOf, routeFor, signed, startHost } from './messages-support.js';
 
 const unreachable = () => createPostgresLedger({ connectionString: 'postgres://nobody:nothing@127.0.0.1:1/none' });
 
@@ -21,54 +20,7 @@ describe('the run ledger unreachable', () => {
   it('an approved action → 503 approval_authorization_unavailable (temporary, retryable, 1 000 ms)', async () => {
     const host = await startHost({ ledger: unreachable() });
     const id = actionId();
-    const now = Date.now();
-    const approvalId = `appr_${actionId().slice(4)}`;
-    const decision = {
-      approval_id: approvalId,
-      decision: 'approved',
-      approver: { id: 'human:approver', kind: 'human' },
-      decided_at: rfc3339(now),
-      reason: 'ok',
-      policy_hash: 'a'.repeat(64),
-    };
-    const selector = { type: 'principal', id: 'human:approver' };
-    const record = {
-      request: {
-        id: approvalId,
-        action_id: id,
-        capability_id: cap('run_approval'),
-        requester: gatewayPrincipal,
-        subject: gatewayPrincipal,
-        approver_selector: selector,
-        reason: 'test',
-        expires_at: rfc3339(now + 60_000),
-        identity: { tenant: { id: TENANT } },
-        policy_snapshot: { required: true, approver_selector: selector, ttl_ms: 60_000, minimum_distinct_principals: 1 },
-        policy_hash: 'a'.repeat(64),
-      },
-      status: 'approved',
-      decision,
-      decisions: [
-        {
-          decision,
-          authority: {
-            principal_id: 'human:approver',
-            tenant_id: TENANT,
-            roles: [],
-            groups: [],
-            tenant_policies: [],
-            external_systems: [],
-            delegated_scopes: [],
-            revision: 1,
-            revoked: false,
-          },
-          evidence_hash: 'b'.repeat(64),
-          recorded_at: timeArray(now),
-        },
-      ],
-      created_at: timeArray(now),
-      updated_at: timeArray(now),
-    };
+    const { record, decision } = approvalFor({ id, capability_id: cap('run_approval') });
     const action = { id, capability_id: cap('run_approval'), input: { run_id: 'run_x', choice: 'once' }, idempotency_key: `k-${id}`, approval: decision };
     const text = signed(actionEnvelope(host, action, { ...routeFor(host, id, cap('run_approval')), approval_authorization: record }));
     const answer = await host.post(text);
