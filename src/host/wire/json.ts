@@ -11,6 +11,7 @@ export class NumberLexeme {
 }
 
 const U64_MAX = (1n << 64n) - 1n;
+const INTEGER_LEXEME = /^-?\d+$/;
 const I64_MIN = -(1n << 63n);
 
 /**
@@ -52,7 +53,8 @@ export function serdeFloat(n: number): string {
  * (or i64 when negative, except "-0") stays as written; anything else becomes an f64 (`1e3` → `1000.0`, `-0` → `-0.0`).
  */
 export function serdeLexeme(lexeme: string): string {
-  if (/^-?\d+$/.test(lexeme) && lexeme !== '-0') {
+  if (INTEGER_LEXEME.test(lexeme) && lexeme !== '-0') {
+    if (lexeme.length < 16) return lexeme;
     const value = BigInt(lexeme);
     if (value >= I64_MIN && value <= U64_MAX) return lexeme;
   }
@@ -61,10 +63,20 @@ export function serdeLexeme(lexeme: string): string {
 
 /** With the `u` flag a surrogate pair is one code point, so this matches only unpaired surrogates. */
 const LONE_SURROGATE = /\p{Cs}/u;
+const ANY_SURROGATE = /[\uD800-\uDFFF]/;
+
+/** Whether `text` has an unpaired surrogate (no UTF-8 form); the cheap test first, as most strings have no surrogate at all. */
+function hasLoneSurrogate(text: string): boolean {
+  return ANY_SURROGATE.test(text) && LONE_SURROGATE.test(text);
+}
+
+/** A character that needs an escape (`"`, `\\`, U+0000–U+001F) or a surrogate (checked for pairing): only then the slow path. */
+const NEEDS_CARE = /["\\\uD800-\uDFFF]|[^\x20-\uFFFF]/;
 
 /** serde_json's string escaping equals JSON.stringify's for well-formed strings: `"`, `\`, control characters, lowercase `\u00xx`. */
 function serdeString(text: string): string {
-  if (LONE_SURROGATE.test(text)) throw new TypeError('a string with a lone surrogate has no UTF-8 form');
+  if (!NEEDS_CARE.test(text)) return `"${text}"`;
+  if (hasLoneSurrogate(text)) throw new TypeError('a string with a lone surrogate has no UTF-8 form');
   return JSON.stringify(text);
 }
 
@@ -136,11 +148,8 @@ export type ParsedWire = { value: Json; tree: unknown; canonical: (omit?: string
 class WireSyntaxError extends Error {}
 
 const NUMBER = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
-/** RFC 8259 forbids U+0000–U+001F raw inside a string. */
-function hasControlCharacter(text: string): boolean {
-  for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) < 0x20) return true;
-  return false;
-}
+/** RFC 8259 forbids U+0000–U+001F raw inside a string (every UTF-16 unit below U+0020). */
+const CONTROL_CHARACTER = /[^\x20-\uFFFF]/;
 
 const isWhitespace = (code: number): boolean => code === 0x20 || code === 0x0a || code === 0x0d || code === 0x09;
 
@@ -196,7 +205,7 @@ class WireParser {
     while (end !== -1 && this.precededByOddBackslashes(end)) end = this.text.indexOf('"', end + 1);
     if (end === -1) this.fail('unterminated string');
     const raw = this.text.slice(start, end + 1);
-    if (hasControlCharacter(raw)) this.fail('control character in a string');
+    if (CONTROL_CHARACTER.test(raw)) this.fail('control character in a string');
     this.at = end + 1;
     let decoded: string;
     try {
@@ -204,7 +213,7 @@ class WireParser {
     } catch {
       this.fail('invalid escape in a string');
     }
-    if (LONE_SURROGATE.test(decoded)) this.fail('lone surrogate in a string');
+    if (hasLoneSurrogate(decoded)) this.fail('lone surrogate in a string');
     return decoded;
   }
 
@@ -274,7 +283,16 @@ export function parseWire(text: string): ParsedWire | { error: string } {
     if (error instanceof WireSyntaxError) return { error: error.message };
     throw error;
   }
-  return { value: plainJson(tree), tree, canonical: (omit = [], at = []) => canonicalJson(withoutPaths(nodeAt(tree, at), omit)) };
+  let value: Json | undefined;
+  return {
+    // Built on first use: the host's path decodes the tree and needs no plain copy of a large body.
+    get value() {
+      value ??= plainJson(tree);
+      return value;
+    },
+    tree,
+    canonical: (omit = [], at = []) => canonicalJson(withoutPaths(nodeAt(tree, at), omit)),
+  };
 }
 
 /** A parsed tree with its number lexemes turned into JS numbers. */

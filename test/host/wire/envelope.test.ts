@@ -1,8 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { type Envelope, inFieldOrder, type Principal, signEnvelope, verifyEnvelopeText } from '../../../src/host/wire/envelope.js';
-import { parseWire } from '../../../src/host/wire/json.js';
+import { parseWire, wireJson } from '../../../src/host/wire/json.js';
 import { signingKeyFromSeed } from '../../../src/host/wire/keys.js';
+import { reserialize } from '../../../src/host/wire/reference-types.js';
 
 const SEED = 20261202;
 const hostKey = signingKeyFromSeed(new Uint8Array(32).fill(0x1d));
@@ -65,6 +66,18 @@ describe('signEnvelope / verifyEnvelopeText', () => {
         expect(verifyEnvelopeText(result, hostKey.did)).toBe(false);
       }),
       { seed: SEED, numRuns: 1000 },
+    );
+  });
+
+  it('sends a fixed point of the reference re-serialisation, for any output (response_roundtrips_reference_serde)', () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), fc.constantFrom(undefined, 'sess_1'), (value, session) => {
+        const { text } = signEnvelope({ ...envelopeWith(value), session_id: session, trace: null } as Envelope, hostKey, host);
+        const again = reserialize.envelope(parsed(text).tree);
+        if (!again.ok) throw new Error(again.reason);
+        expect(wireJson(again.tree)).toBe(text);
+      }),
+      { seed: SEED, numRuns: 500 },
     );
   });
 
