@@ -173,7 +173,7 @@ export function createMessageHandler(deps: MessageHandlerDeps): MessageHandler {
     // Aborted, then awaited: a start that Hermes answered before the abort has its run in the ledger by now, so the stop finds it.
     known?.controller.abort();
     await known?.settled;
-    const context = executionContext(binding, origin(request), { deadline: undefined, signal: withStop(new AbortController().signal, deps.stopSignal) });
+    const context = executionContext(binding, origin(request), { deadline: undefined, signal: deps.stopSignal ?? new AbortController().signal });
     const result: AipActionResult = await cancelThroughConnector(
       binding,
       known?.action,

@@ -16,7 +16,7 @@ import { correlationId, messageId } from '../../src/host/wire/ids.js';
 import { parseWire, wireJson } from '../../src/host/wire/json.js';
 import { reserialize } from '../../src/host/wire/reference-types.js';
 import { type SigningKey, signingKeyFromSeed } from '../../src/host/wire/keys.js';
-import { rfc3339 } from '../../src/host/wire/time.js';
+import { rfc3339, timeArray } from '../../src/host/wire/time.js';
 import { DURABLE_BACKENDS } from '../helpers/ledgers.js';
 
 export const API_KEY = 'sim-key-for-host-messages';
@@ -242,4 +242,67 @@ export function resultOf(answer: Answer): Record<string, unknown> {
 /** A request that went through gateway signing, parsed back: what the runtime sent. */
 export function sentEnvelope(text: string): Envelope {
   return JSON.parse(text) as Envelope;
+}
+
+/** An ApprovalRecord as the reference gateway pins it: approved by one principal, replayable from its decisions. */
+export function approvalFor(action: Record<string, unknown>, options: { approvalId?: string; policyHash?: string; tenant?: string; reason?: string } = {}) {
+  const now = Date.now();
+  const approvalId = options.approvalId ?? `appr_${actionId().slice(4)}`;
+  const policyHash = options.policyHash ?? 'a'.repeat(64);
+  const decision = {
+    approval_id: approvalId,
+    decision: 'approved',
+    approver: { id: 'human:approver', kind: 'human' },
+    decided_at: rfc3339(now),
+    reason: options.reason ?? 'approved for the host test',
+    decision_id: `decision:${approvalId}`,
+    policy_hash: policyHash,
+  };
+  const selector = { type: 'principal', id: 'human:approver' };
+  const record = {
+    request: {
+      id: approvalId,
+      action_id: action.id,
+      capability_id: action.capability_id,
+      requester: { ...gatewayPrincipal },
+      subject: { ...gatewayPrincipal },
+      approver_selector: selector,
+      reason: 'host approval test',
+      expires_at: rfc3339(now + 60_000),
+      policy_decision_id: `policy:${String(action.id)}`,
+      identity: { tenant: { id: options.tenant ?? TENANT } },
+      policy_snapshot: {
+        required: true,
+        reason: 'host approval test',
+        approver_selector: selector,
+        ttl_ms: 60_000,
+        minimum_distinct_principals: 1,
+        separation_of_duties: { requester_must_differ: false, operator_must_differ: false, allow_self_approval: false },
+      },
+      policy_hash: policyHash,
+    },
+    status: 'approved',
+    decision,
+    decisions: [
+      {
+        decision,
+        authority: {
+          principal_id: 'human:approver',
+          tenant_id: TENANT,
+          roles: [],
+          groups: [],
+          tenant_policies: [],
+          external_systems: [],
+          delegated_scopes: [],
+          revision: 1,
+          revoked: false,
+        },
+        evidence_hash: 'b'.repeat(64),
+        recorded_at: timeArray(now),
+      },
+    ],
+    created_at: timeArray(now),
+    updated_at: timeArray(now),
+  };
+  return { record, decision };
 }
