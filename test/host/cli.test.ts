@@ -6,7 +6,9 @@ import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { manifestDigest } from '../../src/host/wire/manifest.js';
-import { expectOneErrorLine, runCli, simulatorWithConfig } from '../cli/helpers.js';
+import { expectOneErrorLine, runCli, simulatorWithConfig, tempDir } from '../cli/helpers.js';
+import { PG_URL } from '../helpers/ledgers.js';
+import { createPgSchemaOn, pgAdmin } from '../helpers/pg-schema.js';
 import { hostEnv, ownerOnly, prefixed } from './host-env.js';
 import { launchHost, waitUntil } from './host-process.js';
 
@@ -99,6 +101,34 @@ describe('hermes-aip host: settings', { timeout: 60_000 }, () => {
     });
     expect(run.code).toBe(1);
     expect(run.stderr).toContain(`hermes-aip: cannot listen on 127.0.0.1:${port}: EADDRINUSE`);
+  });
+});
+
+describe('hermes-aip host: its PostgreSQL ledger', { timeout: 60_000 }, () => {
+  it('exits 1 when the database cannot be reached, without printing its URL', async () => {
+    const { configPath } = await simulatorWithConfig({}, { tenantId: 'tenant-acme' });
+    const env = hostEnv({ BIND: `127.0.0.1:${await occupiedPort()}` });
+    const urlFile = ownerOnly(env.folder, 'db.url', 'postgres://aip:s3cr3t-pa55@127.0.0.1:1/aip\n');
+    const run = await runCli(['host', '--config', configPath], { env: prefixed({ ...env.settings, DATABASE_URL_FILE: urlFile }) });
+    expect(run.code).toBe(1);
+    expectOneErrorLine(run.stderr, /^hermes-aip: cannot open the run ledger: /);
+    expect(run.stderr).not.toContain('s3cr3t');
+  });
+
+  it.skipIf(PG_URL === undefined)('serves from the PostgreSQL ledger of DATABASE_URL_FILE, before HERMES_LEDGER', async () => {
+    const schema = await createPgSchemaOn(PG_URL!, 'host_cli');
+    try {
+      const { configPath } = await simulatorWithConfig({}, { tenantId: 'tenant-acme' });
+      const folder = tempDir();
+      const { base, child, exit } = await launchHost(configPath, { DATABASE_URL_FILE: ownerOnly(folder, 'db.url', `${schema.connectionString}\n`) });
+      await waitUntil(async () => (await fetch(`${base}/ready`)).status === 200, 'readiness');
+      const tables = await pgAdmin(PG_URL!, `SELECT table_name FROM information_schema.tables WHERE table_schema = '${schema.name}'`);
+      expect(tables.length).toBeGreaterThan(0);
+      child.kill('SIGTERM');
+      expect((await exit).code).toBe(0);
+    } finally {
+      await schema.drop();
+    }
   });
 });
 
