@@ -11,6 +11,7 @@ export type {
   RunLedger,
   RunRef,
   GrantUse,
+  MessageClaim,
   EvidenceWrite,
   MemoryLedgerOptions,
   SqliteLedgerOptions,

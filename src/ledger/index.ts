@@ -14,5 +14,6 @@ export type {
   RunEvidencePatch,
   RunRef,
   GrantUse,
+  MessageClaim,
   EvidenceWrite,
 } from './types.js';

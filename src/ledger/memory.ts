@@ -36,6 +36,8 @@ export function createMemoryLedger(options: MemoryLedgerOptions = {}): RunLedger
   const maxRuns = positiveOption(options.maxRuns, DEFAULT_MAX_RUNS, 'maxRuns');
   const records = new Map<string, IdempotencyRecord>();
   const grants = new Map<string, GrantUse>();
+  /** message_id → expires_at of the message ids claimed. */
+  const messages = new Map<string, number>();
   /** (tenant, action) → binding, in recording order (a re-recorded binding moves to the end). */
   const runs = new Map<string, RunEvidence>();
   /** action_id and run_id → the keys of the bindings that carry it, so lookups never scan. */
@@ -67,6 +69,7 @@ export function createMemoryLedger(options: MemoryLedgerOptions = {}): RunLedger
     for (const [key, evidence] of runs) if (evidence.updated_at <= now - retentionMs) dropRun(key);
     for (const [key, job] of jobs) if (job.state === 'done' && job.updated_at <= now - retentionMs) jobs.delete(key);
     for (const [key, use] of grants) if (use.expires_at <= now) grants.delete(key);
+    for (const [id, expiresAt] of messages) if (expiresAt <= now) messages.delete(id);
   };
   const recordRun = (evidence: RunEvidence) => {
     const key = bindingKey(evidence.tenant_id, evidence.action_id);
@@ -142,6 +145,12 @@ export function createMemoryLedger(options: MemoryLedgerOptions = {}): RunLedger
       }
       dropStale(now);
       return purged;
+    },
+    async claimMessage(claim, now) {
+      const standing = messages.get(claim.message_id);
+      if (standing !== undefined && standing > now) return false;
+      messages.set(claim.message_id, claim.expires_at);
+      return true;
     },
     async useGrant(use) {
       const key = JSON.stringify([use.tenant_id, use.approval_id]);

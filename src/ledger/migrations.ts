@@ -115,6 +115,15 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX approval_grant_uses_expires_at ON approval_grant_uses (expires_at)`,
     ],
   },
+  {
+    version: 5,
+    // The AIP connector host's replay store: every replica on the database refuses a message id
+    // another one accepted, and a restarted host still does, until the id's window closes.
+    statements: [
+      `CREATE TABLE replay_messages (message_id TEXT PRIMARY KEY, expires_at BIGINT NOT NULL)`,
+      `CREATE INDEX replay_messages_expires_at ON replay_messages (expires_at)`,
+    ],
+  },
 ];
 
 /** The primary-key form of a tenant: '' stands for "no tenant" (tenant ids are never empty). */

@@ -134,7 +134,23 @@ export function createSqlLedger(kind: string, executor: SqlExecutor): RunLedger 
     async purgeExpired(now) {
       const sql = await db();
       await sql.run('DELETE FROM approval_grant_uses WHERE expires_at <= ?', [now]);
+      await sql.run('DELETE FROM replay_messages WHERE expires_at <= ?', [now]);
       return sql.run('DELETE FROM idempotency_records WHERE expires_at <= ?', [now]);
+    },
+    async claimMessage(claim, now) {
+      const sql = await db();
+      const inserted = await sql.run('INSERT INTO replay_messages (message_id, expires_at) VALUES (?, ?) ON CONFLICT (message_id) DO NOTHING', [
+        claim.message_id,
+        claim.expires_at,
+      ]);
+      if (inserted > 0) return true;
+      // An expired claim is taken over, unless a concurrent claim just did (the UPDATE re-checks the expiry).
+      const replaced = await sql.run('UPDATE replay_messages SET expires_at = ? WHERE message_id = ? AND expires_at <= ?', [
+        claim.expires_at,
+        claim.message_id,
+        now,
+      ]);
+      return replaced > 0;
     },
     async useGrant(use) {
       const sql = await db();

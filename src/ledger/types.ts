@@ -85,6 +85,16 @@ export interface IdempotencyScope {
   idempotency_key: string;
 }
 
+/**
+ * A signed message id an AIP connector host accepted, kept until its replay window closes
+ * (the reference gateway's replay store: `message_id` + expiry, shared by every replica).
+ */
+export interface MessageClaim {
+  message_id: string;
+  /** Epoch ms from which the id may be claimed again (its sent_at + the replay window). */
+  expires_at: number;
+}
+
 export interface IdempotencyRecord extends IdempotencyScope {
   fingerprint: string;
   action_id: string;
@@ -133,8 +143,14 @@ export interface RunLedger {
   release(scope: IdempotencyScope, owner: string, evidence?: EvidenceWrite): Promise<void>;
   /** Settles a claim whose owner's lease expired before `now` with `result`; false when it was not such a claim. */
   settleAbandoned(scope: IdempotencyScope, now: number, result: AipActionResult): Promise<boolean>;
-  /** Deletes idempotency records and grant uses whose time-to-live passed; returns how many records. */
+  /** Deletes idempotency records, grant uses and message claims whose time-to-live passed; returns how many idempotency records. */
   purgeExpired(now: number): Promise<number>;
+  /**
+   * Records a message id unless a live claim of it exists (an expired one is replaced); true
+   * when this call claimed it. Atomic across ledgers over one store: of concurrent claims of
+   * one id, exactly one is true.
+   */
+  claimMessage(claim: MessageClaim, now: number): Promise<boolean>;
   /**
    * Records the grant's use by this (capability, key) unless another action used it already;
    * returns the use that stands, so the caller can tell whether it is its own.
@@ -184,6 +200,7 @@ export const LEDGER_METHODS = [
   'release',
   'settleAbandoned',
   'purgeExpired',
+  'claimMessage',
   'useGrant',
   'recordRun',
   'updateRun',
