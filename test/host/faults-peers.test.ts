@@ -8,7 +8,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ControlMode } from '../helpers/aip-runtime/control-plane.js';
 import { replicaId } from '../helpers/aip-runtime/deployment.js';
-import { closeDeployments, getJson, runAction, runStartAction, startDeployment, waitForReady, type Deployment } from '../helpers/aip-runtime/deployment-fixture.js';
+import { closeDeployments, getJson, hermesOf, runAction, runStartAction, startDeployment, waitForReady, type Deployment } from '../helpers/aip-runtime/deployment-fixture.js';
 import type { StreamChunk } from '../helpers/aip-runtime/callback-ingress.js';
 import { expectSignedError, expectSignedResult } from '../helpers/aip-runtime/expectations.js';
 import { launchHost } from '../helpers/aip-runtime/launcher.js';
@@ -137,7 +137,7 @@ describe.each([
       deployment.host.kill('SIGTERM');
       expect((await deployment.host.exited).code).toBe(0);
 
-      const restarted = await launchHost({ runtime: deployment.runtime, simulator: deployment.simulator, seedHex: deployment.host.seedHex, ledger: deployment.host.ledger });
+      const restarted = await launchHost({ runtime: deployment.runtime, hermes: hermesOf(deployment.simulator), seedHex: deployment.host.seedHex, ledger: deployment.host.ledger });
       await waitForReady(restarted, 200);
       const again = { ...prepared, target: restarted.target };
       const second = await dispatcher.send(again);

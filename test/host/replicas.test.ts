@@ -5,7 +5,7 @@
  * must see one run, not two, and both replicas must then tell the same story about it.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { closeDeployments, runAction, runStartAction, startRuntime, startSimulator, waitForReady } from '../helpers/aip-runtime/deployment-fixture.js';
+import { closeDeployments, hermesOf, runAction, runStartAction, startRuntime, startSimulator, waitForReady } from '../helpers/aip-runtime/deployment-fixture.js';
 import type { AipRuntime } from '../helpers/aip-runtime/runtime.js';
 import type { HostTarget, Outcome } from '../helpers/aip-runtime/dispatcher.js';
 import { expectSignedResult } from '../helpers/aip-runtime/expectations.js';
@@ -33,8 +33,8 @@ describe.skipIf(!PG_URL)('replicas on one PostgreSQL ledger', () => {
     const runtime = await startRuntime();
     const ledger = { kind: 'postgres', connectionString: schema.connectionString } as const;
     const [first, second] = await Promise.all([
-      launchHost({ runtime, simulator, hermesUrl: gate.url, replica: 1, ledger }),
-      launchHost({ runtime, simulator, replica: 2, ledger }),
+      launchHost({ runtime, hermes: { ...hermesOf(simulator), url: gate.url }, replica: 1, ledger }),
+      launchHost({ runtime, hermes: hermesOf(simulator), replica: 2, ledger }),
     ]);
     await Promise.all([waitForReady(first, 200), waitForReady(second, 200)]);
     return { runtime, gate, one: first.target, two: second.target, simulator };

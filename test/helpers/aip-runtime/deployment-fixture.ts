@@ -6,7 +6,7 @@
 import { startHermesSimulator, type HermesSimulator, type HermesSimulatorOptions } from 'aip-connector-hermes-agent/simulator';
 import { hexId } from './deployment.js';
 import type { AipAction } from './dispatcher.js';
-import { HERMES_KEY, launchHost, stopHosts, type HostProcess, type LaunchOptions } from './launcher.js';
+import { launchHost, stopHosts, type HostProcess, type LaunchOptions } from './launcher.js';
 import { startAipRuntime, type AipRuntime } from './runtime.js';
 
 export interface Deployment {
@@ -14,6 +14,8 @@ export interface Deployment {
   simulator: HermesSimulator;
   host: HostProcess;
 }
+
+export const HERMES_KEY = 'hk_host_runtime_test_4d1f9c2b';
 
 const opened: Array<{ close(): Promise<void> }> = [];
 
@@ -36,13 +38,17 @@ export async function startRuntime(leaseTtlMs?: number): Promise<AipRuntime> {
 
 /** A simulator, a runtime and one host that registered with it. */
 export async function startDeployment(
-  options: { leaseTtlMs?: number; simulator?: Partial<HermesSimulatorOptions> } & Omit<LaunchOptions, 'runtime' | 'simulator'> = {},
+  options: { leaseTtlMs?: number; simulator?: Partial<HermesSimulatorOptions> } & Omit<LaunchOptions, 'runtime' | 'hermes'> = {},
 ): Promise<Deployment> {
   const { leaseTtlMs, simulator: simulatorOptions, ...launch } = options;
   const simulator = await startSimulator(simulatorOptions);
   const runtime = await startRuntime(leaseTtlMs);
-  const host = await launchHost({ runtime, simulator, ...launch });
+  const host = await launchHost({ runtime, hermes: hermesOf(simulator), ...launch });
   return { runtime, simulator, host };
+}
+
+export function hermesOf(simulator: HermesSimulator): LaunchOptions['hermes'] {
+  return { url: simulator.url, apiKey: HERMES_KEY };
 }
 
 export const capability = (operation: 'run_start' | 'run_status' | 'run_events' | 'run_approval' | 'run_stop') => `cap:hermes_agent:local:${operation}`;

@@ -14,7 +14,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createHermesConnector } from 'aip-connector-hermes-agent';
-import type { HermesSimulator } from 'aip-connector-hermes-agent/simulator';
 import { signingKeyFromSeed } from '../../../src/host/wire/keys.js';
 import { manifestDigest } from '../../../src/host/wire/manifest.js';
 import type { HostIdentity } from './callback-ingress.js';
@@ -24,7 +23,6 @@ import type { AipRuntime } from './runtime.js';
 
 export const CLI = fileURLToPath(new URL('../../../dist/cli/main.js', import.meta.url));
 export const LISTENING = 'AIP connector host listening';
-export const HERMES_KEY = 'hk_host_runtime_test_4d1f9c2b';
 const PORT_ATTEMPTS = 5;
 const START_TIMEOUT_MS = 20_000;
 
@@ -32,9 +30,8 @@ export type LedgerChoice = { kind: 'sqlite'; path: string } | { kind: 'postgres'
 
 export interface LaunchOptions {
   runtime: AipRuntime;
-  simulator: HermesSimulator;
-  /** Where the host reaches Hermes, when not the simulator directly (a gate in front of it). */
-  hermesUrl?: string;
+  /** The Hermes the host's one endpoint (`local`) reaches, and its API key. */
+  hermes: { url: string; apiKey: string };
   /** Replica number (1, 2, …): `crepl_hermes_acme_<n>`. */
   replica?: number;
   /** The ledger; default a SQLite file in the host's folder. Re-use one to restart "the same" host. */
@@ -174,11 +171,11 @@ export async function launchHost(options: LaunchOptions): Promise<HostProcess> {
   const did = signingKeyFromSeed(Buffer.from(seedHex, 'hex')).did;
   if (!options.runtime.hostDids.includes(did)) options.runtime.hostDids.push(did);
   const seedPath = ownerOnlyFile(folder, 'host.seed', `${seedHex}\n`);
-  ownerOnlyFile(folder, 'hermes.key', `${HERMES_KEY}\n`);
+  ownerOnlyFile(folder, 'hermes.key', `${options.hermes.apiKey}\n`);
   const configPath = ownerOnlyFile(
     folder,
     'endpoints.json',
-    JSON.stringify({ endpoints: [{ id: 'local', baseUrl: options.hermesUrl ?? options.simulator.url, apiKeyFile: 'hermes.key', tenantId: TENANT_ID }] }),
+    JSON.stringify({ endpoints: [{ id: 'local', baseUrl: options.hermes.url, apiKeyFile: 'hermes.key', tenantId: TENANT_ID }] }),
   );
   const ledger: LedgerChoice = options.ledger ?? { kind: 'sqlite', path: join(folder, 'ledger.sqlite') };
   for (let attempt = 1; ; attempt++) {
@@ -217,7 +214,7 @@ export async function launchHost(options: LaunchOptions): Promise<HostProcess> {
     const manifest = await readManifest(origin);
     const identity: HostIdentity = {
       did,
-      principal: { ...(await hostPrincipal(options.simulator.url)), trust_domain: TRUST_DOMAIN, did },
+      principal: { ...(await hostPrincipal(options.hermes.url)), trust_domain: TRUST_DOMAIN, did },
       replicaId: replicaId(options.replica ?? 1),
     };
     options.runtime.ingress.trustHost(identity);
