@@ -5,7 +5,7 @@ const pool = Buffer.allocUnsafe(16 * 256);
 let offset = pool.length;
 
 /** An AIP typed id: prefix + 32 hex digits of a UUIDv7 (time-ordered). */
-export function typedId(prefix: 'rcpt_' | 'act_', now: number = Date.now()): string {
+export function typedId(prefix: 'rcpt_' | 'act_' | 'msg_' | 'corr_', now: number = Date.now()): string {
   if (offset === pool.length) {
     randomFillSync(pool);
     offset = 0;

@@ -1,0 +1,100 @@
+/** The reference's own signed vectors (shared/reference/aip-vectors/samples.jsonl), reproduced byte for byte. */
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { signControlRequest, verifyControlResponse } from '../../../src/host/wire/control.js';
+import { type Envelope, type Principal, signEnvelope, verifyEnvelopeText } from '../../../src/host/wire/envelope.js';
+import { canonicalJson, parseWire, wireJson } from '../../../src/host/wire/json.js';
+import { parseSeedHex, signingKeyFromSeed, verifyWithDid } from '../../../src/host/wire/keys.js';
+
+interface Vector {
+  name: string;
+  signer_seed_hex: string;
+  signer_did: string;
+  signing_bytes: string;
+  signature: string;
+  document: Record<string, unknown>;
+  /** The document exactly as it appears in the file. */
+  documentText: string;
+}
+
+const VECTORS_FILE = new URL('../../../../shared/reference/aip-vectors/samples.jsonl', import.meta.url);
+
+function loadVectors(): Vector[] {
+  return readFileSync(VECTORS_FILE, 'utf8')
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line) => {
+      const marker = '"document":';
+      // `document` is each line's last member: its raw text runs to the line's closing brace.
+      const documentText = line.slice(line.indexOf(marker) + marker.length, -1);
+      return { ...(JSON.parse(line) as Omit<Vector, 'documentText'>), documentText };
+    });
+}
+
+const vectors = loadVectors();
+const envelopes = vectors.filter((vector) => vector.name.startsWith('native.'));
+const controlRequests = vectors.filter((vector) => vector.name.startsWith('control.request.'));
+const controlResponses = vectors.filter((vector) => vector.name.startsWith('control.response.'));
+
+function withoutSignature(document: Record<string, unknown>): Record<string, unknown> {
+  const { signature: _signature, ...security } = document['security'] as Record<string, unknown>;
+  return { ...document, security };
+}
+
+function keyOf(vector: Vector) {
+  return signingKeyFromSeed(parseSeedHex(vector.signer_seed_hex)!);
+}
+
+describe('the reference vectors', () => {
+  it('are all there, with their raw document text', () => {
+    expect(vectors.map((vector) => vector.name)).toHaveLength(9);
+    expect(envelopes).toHaveLength(2);
+    expect(controlRequests).toHaveLength(4);
+    expect(controlResponses).toHaveLength(3);
+    for (const vector of vectors) expect(JSON.parse(vector.documentText)).toEqual(vector.document);
+  });
+
+  it.each(vectors.map((vector) => [vector.name, vector] as const))('%s: the DID of the seed', (_name, vector) => {
+    expect(keyOf(vector).did).toBe(vector.signer_did);
+  });
+
+  it.each(envelopes.map((vector) => [vector.name, vector] as const))('%s: signing bytes, signature and wire text', (_name, vector) => {
+    expect(canonicalJson(withoutSignature(vector.document))).toBe(vector.signing_bytes);
+    const key = keyOf(vector);
+    expect(key.sign(vector.signing_bytes)).toBe(vector.signature);
+    const document = vector.document as unknown as Envelope;
+    const { envelope, text } = signEnvelope(document, key, document.from as Principal);
+    expect(envelope.security?.['signature']).toBe(vector.signature);
+    expect(text).toBe(vector.documentText);
+    expect(wireJson(vector.document)).toBe(vector.documentText);
+  });
+
+  it.each(envelopes.map((vector) => [vector.name, vector] as const))('%s: verifies from its raw text, and not under another DID', (_name, vector) => {
+    const parsed = parseWire(vector.documentText);
+    if ('error' in parsed) throw new Error(parsed.error);
+    expect(parsed.canonical([['security', 'signature']])).toBe(vector.signing_bytes);
+    expect(verifyEnvelopeText(parsed, vector.signer_did)).toBe(true);
+    const other = vectors.find((candidate) => candidate.signer_did !== vector.signer_did)!;
+    expect(verifyEnvelopeText(parsed, other.signer_did)).toBe(false);
+  });
+
+  it.each(controlRequests.map((vector) => [vector.name, vector] as const))('%s: signing bytes, signature and body text', (_name, vector) => {
+    const request = vector.document['request'] as object;
+    expect(canonicalJson(request)).toBe(vector.signing_bytes);
+    const { body, text } = signControlRequest(request, keyOf(vector));
+    expect(body.signature).toBe(vector.signature);
+    expect(text).toBe(vector.documentText);
+    const parsed = parseWire(vector.documentText);
+    if ('error' in parsed) throw new Error(parsed.error);
+    expect(verifyWithDid(vector.signer_did, parsed.canonical([], ['request']), vector.signature)).toBe(true);
+  });
+
+  it.each(controlResponses.map((vector) => [vector.name, vector] as const))('%s: signing bytes, signature, and verifies from its raw text', (_name, vector) => {
+    expect(canonicalJson(vector.document['response'])).toBe(vector.signing_bytes);
+    expect(keyOf(vector).sign(vector.signing_bytes)).toBe(vector.signature);
+    const verified = verifyControlResponse(vector.documentText, vector.signer_did);
+    expect(verified).toEqual({ ok: true, response: vector.document['response'] });
+    const other = vectors.find((candidate) => candidate.signer_did !== vector.signer_did)!;
+    expect(verifyControlResponse(vector.documentText, other.signer_did)).toEqual({ ok: false, reason: 'signed by another DID than the control plane' });
+  });
+});
