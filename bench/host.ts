@@ -106,7 +106,9 @@ export async function benchHost(settings: BenchSettings, log: Log): Promise<Sect
     const viaHost = hostCall(runtime, host);
     const pair = signatureWork(runtime, host);
     const hostPid = host.child.pid!;
-    log(`  ${capability('run_status')}: ${settings.rounds} rounds x ${plan.slices} alternating slices x ${plan.calls} sequential calls per side; ${plan.pairs} Ed25519 pairs per slice`);
+    log(
+      `  ${capability('run_status')}: ${settings.rounds} rounds x ${plan.slices} alternating slices x ${plan.calls} sequential calls per side; ${plan.pairs} Ed25519 pairs per slice`,
+    );
     const measured = await interleave<Slice, 'direct' | 'host' | 'ed25519', Round>(
       {
         direct: () => timed(plan.calls, direct, ownCpu),

@@ -5,8 +5,17 @@
  * of it, and its memory stays bounded.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { canonicalJson } from '../../src/host/wire/json.js';
 import { MESSAGES_PATH } from '../helpers/aip-runtime/deployment.js';
-import { closeDeployments, getJson, runAction, runStartAction, startDeployment, waitForReady, type Deployment } from '../helpers/aip-runtime/deployment-fixture.js';
+import {
+  closeDeployments,
+  getJson,
+  runAction,
+  runStartAction,
+  startDeployment,
+  waitForReady,
+  type Deployment,
+} from '../helpers/aip-runtime/deployment-fixture.js';
 import { expectRouteMismatch, expectSignedResult } from '../helpers/aip-runtime/expectations.js';
 import { chunkedBody, concurrentGets, partialBody, residentBytes } from '../helpers/aip-runtime/raw-client.js';
 
@@ -98,7 +107,13 @@ describe('hostile input', () => {
     ['an action field', (envelope: any) => void (envelope.body.action.x_unknown = 'extra')],
   ])('an unknown %s covered by the signature → 401 (the reference re-serialisation drops it), no Hermes call', async (_what, addField) => {
     const hermesRequests = deployment.simulator.requests.length;
-    expectRouteMismatch(await deployment.runtime.dispatcher.invoke(deployment.host.target, runAction('run_status', runId), { beforeSigning: addField }), 401);
+    const { key } = deployment.runtime.gateway;
+    const resigned = (envelope: any) => {
+      addField(envelope);
+      delete envelope.security.signature;
+      envelope.security.signature = key.sign(canonicalJson(envelope));
+    };
+    expectRouteMismatch(await deployment.runtime.dispatcher.invoke(deployment.host.target, runAction('run_status', runId), { tamper: resigned }), 401);
     expect(deployment.simulator.requests.length).toBe(hermesRequests);
   });
 

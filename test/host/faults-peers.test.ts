@@ -8,7 +8,16 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ControlMode } from '../helpers/aip-runtime/control-plane.js';
 import { replicaId } from '../helpers/aip-runtime/deployment.js';
-import { closeDeployments, getJson, hermesOf, runAction, runStartAction, startDeployment, waitForReady, type Deployment } from '../helpers/aip-runtime/deployment-fixture.js';
+import {
+  closeDeployments,
+  getJson,
+  hermesOf,
+  runAction,
+  runStartAction,
+  startDeployment,
+  waitForReady,
+  type Deployment,
+} from '../helpers/aip-runtime/deployment-fixture.js';
 import type { StreamChunk } from '../helpers/aip-runtime/callback-ingress.js';
 import { expectSignedError, expectSignedResult } from '../helpers/aip-runtime/expectations.js';
 import { launchHost } from '../helpers/aip-runtime/launcher.js';
@@ -35,18 +44,27 @@ describe('a faulty control plane', () => {
   });
   afterAll(closeDeployments);
 
-  it.each<ControlMode>(['down', 'garbage', 'unsigned', 'unavailable'])('%s: the lease lapses, actions are refused 503, then the host recovers by itself', async (mode) => {
-    const { control } = deployment.runtime;
-    control.mode = mode;
-    const lapsed = await waitForReady(deployment.host, 503, LEASE_TTL_MS + 5_000);
-    expect(lapsed.lease_valid).toBe(false);
-    expectSignedError(await deployment.runtime.dispatcher.invoke(deployment.host.target, runAction('run_status', runId)), 503, 'connector_host.not_ready', 'temporary', true);
-    await expectAlive(deployment);
-    control.mode = 'grant';
-    await waitForReady(deployment.host, 200);
-    expect(control.lease(replicaId(1))?.status).toBe('ready');
-    expectSignedResult(await deployment.runtime.dispatcher.invoke(deployment.host.target, runAction('run_status', runId)));
-  });
+  it.each<ControlMode>(['down', 'garbage', 'unsigned', 'unavailable'])(
+    '%s: the lease lapses, actions are refused 503, then the host recovers by itself',
+    async (mode) => {
+      const { control } = deployment.runtime;
+      control.mode = mode;
+      const lapsed = await waitForReady(deployment.host, 503, LEASE_TTL_MS + 5_000);
+      expect(lapsed.lease_valid).toBe(false);
+      expectSignedError(
+        await deployment.runtime.dispatcher.invoke(deployment.host.target, runAction('run_status', runId)),
+        503,
+        'connector_host.not_ready',
+        'temporary',
+        true,
+      );
+      await expectAlive(deployment);
+      control.mode = 'grant';
+      await waitForReady(deployment.host, 200);
+      expect(control.lease(replicaId(1))?.status).toBe('ready');
+      expectSignedResult(await deployment.runtime.dispatcher.invoke(deployment.host.target, runAction('run_status', runId)));
+    },
+  );
 });
 
 describe('a faulty callback target', () => {
@@ -84,7 +102,9 @@ describe('a faulty callback target', () => {
     deployment.runtime.ingress.mode = 'slow';
     deployment.runtime.ingress.slowMs = 150;
     const action = streamAction(runId);
-    expect(expectSignedResult(await deployment.runtime.dispatcher.invoke(deployment.host.target, action, { timeoutMs: STREAM_TIMEOUT_MS })).status).toBe('completed');
+    expect(expectSignedResult(await deployment.runtime.dispatcher.invoke(deployment.host.target, action, { timeoutMs: STREAM_TIMEOUT_MS })).status).toBe(
+      'completed',
+    );
     const chunks = deployment.runtime.ingress.accepted(action.id);
     expect(chunks.map((chunk) => chunk.sequence)).toEqual(Array.from({ length: chunks.length }, (_, i) => i));
     expect(chunks.filter((chunk) => chunk.kind === 'data').length).toBe(12);
@@ -105,15 +125,19 @@ describe('a faulty callback target', () => {
     await expectAlive(deployment);
   });
 
-  it('down: the final result is still answered and the host survives', async () => {
-    const runId = await streamedRun(2);
-    deployment.runtime.ingress.mode = 'down';
-    const action = streamAction(runId);
-    const outcome = await deployment.runtime.dispatcher.invoke(deployment.host.target, action, { timeoutMs: STREAM_TIMEOUT_MS });
-    expect(expectSignedResult(outcome).action_id).toBe(action.id);
-    expect(deployment.runtime.ingress.accepted(action.id)).toEqual([]);
-    await expectAlive(deployment);
-  }, STREAM_TIMEOUT_MS + 10_000);
+  it(
+    'down: the final result is still answered and the host survives',
+    async () => {
+      const runId = await streamedRun(2);
+      deployment.runtime.ingress.mode = 'down';
+      const action = streamAction(runId);
+      const outcome = await deployment.runtime.dispatcher.invoke(deployment.host.target, action, { timeoutMs: STREAM_TIMEOUT_MS });
+      expect(expectSignedResult(outcome).action_id).toBe(action.id);
+      expect(deployment.runtime.ingress.accepted(action.id)).toEqual([]);
+      await expectAlive(deployment);
+    },
+    STREAM_TIMEOUT_MS + 10_000,
+  );
 });
 
 const PG_URL = process.env['HERMES_TEST_PG_URL'];
@@ -137,7 +161,12 @@ describe.each([
       deployment.host.kill('SIGTERM');
       expect((await deployment.host.exited).code).toBe(0);
 
-      const restarted = await launchHost({ runtime: deployment.runtime, hermes: hermesOf(deployment.simulator), seedHex: deployment.host.seedHex, ledger: deployment.host.ledger });
+      const restarted = await launchHost({
+        runtime: deployment.runtime,
+        hermes: hermesOf(deployment.simulator),
+        seedHex: deployment.host.seedHex,
+        ledger: deployment.host.ledger,
+      });
       await waitForReady(restarted, 200);
       const again = { ...prepared, target: restarted.target };
       const second = await dispatcher.send(again);

@@ -5,7 +5,15 @@
  * must see one run, not two, and both replicas must then tell the same story about it.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { closeDeployments, hermesOf, runAction, runStartAction, startRuntime, startSimulator, waitForReady } from '../helpers/aip-runtime/deployment-fixture.js';
+import {
+  closeDeployments,
+  hermesOf,
+  runAction,
+  runStartAction,
+  startRuntime,
+  startSimulator,
+  waitForReady,
+} from '../helpers/aip-runtime/deployment-fixture.js';
 import type { AipRuntime } from '../helpers/aip-runtime/runtime.js';
 import type { HostTarget, Outcome } from '../helpers/aip-runtime/dispatcher.js';
 import { expectSignedResult } from '../helpers/aip-runtime/expectations.js';
@@ -24,7 +32,13 @@ describe.skipIf(!PG_URL)('replicas on one PostgreSQL ledger', () => {
     for (const cleanup of cleanups.splice(0)) await cleanup();
   });
 
-  async function twoReplicas(): Promise<{ runtime: AipRuntime; gate: HermesGate; one: HostTarget; two: HostTarget; simulator: Awaited<ReturnType<typeof startSimulator>> }> {
+  async function twoReplicas(): Promise<{
+    runtime: AipRuntime;
+    gate: HermesGate;
+    one: HostTarget;
+    two: HostTarget;
+    simulator: Awaited<ReturnType<typeof startSimulator>>;
+  }> {
     const schema: PgSchema = await createPgSchemaOn(PG_URL!, 'host_replicas');
     cleanups.push(schema.drop);
     const simulator = await startSimulator();

@@ -82,7 +82,8 @@ function leaseOutcome(lease: ReplicaLease): Outcome {
 function verificationProblems(request: NonNullable<ControlRecord['request']>, signature: unknown, trusted: readonly string[], now: number): string[] {
   const problems: string[] = [];
   if (!trusted.includes(request.signer_did)) problems.push(`signer_did ${request.signer_did} is not a registered host DID`);
-  if (typeof signature !== 'string' || !verifyWithDid(request.signer_did, canonicalJson(request), signature)) problems.push('signature does not verify over the canonical request');
+  if (typeof signature !== 'string' || !verifyWithDid(request.signer_did, canonicalJson(request), signature))
+    problems.push('signature does not verify over the canonical request');
   const issued = parseRfc3339(request.issued_at);
   const expires = parseRfc3339(request.expires_at);
   if (issued === undefined || expires === undefined) problems.push('issued_at/expires_at are not RFC 3339');
@@ -120,14 +121,16 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     const replicaId = String(operation === 'register' ? payload['replica']?.['id'] : payload['replica_id']);
     const current = leases.get(replicaId);
     if (operation === 'register') {
-      if (current && current.status !== 'offline' && current.expiresAt > at) return rejected('connector_control.rejected', `replica ${replicaId} already holds a live lease`);
+      if (current && current.status !== 'offline' && current.expiresAt > at)
+        return rejected('connector_control.rejected', `replica ${replicaId} already holds a live lease`);
       const lease: ReplicaLease = { sequence: (current?.sequence ?? 0) + 1, expiresAt: at + options.leaseTtlMs, status: 'ready' };
       leases.set(replicaId, lease);
       return leaseOutcome(lease);
     }
     if (!current) return rejected('connector_control.rejected', `replica ${replicaId} is not registered`);
     if (payload['previous_sequence'] !== current.sequence) return rejected('connector_control.rejected', `replica ${replicaId} lost its lease-sequence fence`);
-    if (current.status === 'offline' || (operation === 'heartbeat' && current.expiresAt <= at)) return rejected('connector_control.rejected', `replica ${replicaId} has no live lease`);
+    if (current.status === 'offline' || (operation === 'heartbeat' && current.expiresAt <= at))
+      return rejected('connector_control.rejected', `replica ${replicaId} has no live lease`);
     if (operation === 'offline') {
       leases.set(replicaId, { ...current, sequence: current.sequence + 1, status: 'offline' });
       return { status: 200, outcome: { status: 'offline' } };
@@ -142,36 +145,43 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     return leaseOutcome(lease);
   };
 
-  const answerDecoded = (entry: ControlRecord, signature: unknown, response: ServerResponse, at: number): void => {
-    const request = entry.request!;
-    entry.problems.push(...verificationProblems(request, signature, options.hostDids(), at));
-    const reply = (status: number, text: string, outcome?: Record<string, any>) => {
-      entry.status = status;
-      if (outcome) entry.outcome = outcome;
-      record(entry);
-      sendJson(response, status, text);
-    };
-    if (state.mode === 'garbage') return reply(200, '{"response": garbage');
+  type Answer = { status: number; text: string; outcome?: Record<string, any> };
+
+  /** What the control plane answers a decoded request in its current mode; only a grant changes a lease. */
+  const decide = (request: NonNullable<ControlRecord['request']>, problems: string[], at: number): Answer => {
+    if (state.mode === 'garbage') return { status: 200, text: '{"response": garbage' };
     // An unsigned answer changes nothing here: the host must not believe it.
-    if (state.mode === 'unsigned') return reply(200, signedResponse(request.request_id, leaseOutcome({ sequence: 0, expiresAt: at + options.leaseTtlMs, status: 'ready' }).outcome, false));
+    if (state.mode === 'unsigned') {
+      const fake = leaseOutcome({ sequence: 0, expiresAt: at + options.leaseTtlMs, status: 'ready' }).outcome;
+      return { status: 200, text: signedResponse(request.request_id, fake, false) };
+    }
     const digest = canonicalJson(request);
     const known = granted.get(request.request_id);
-    const verdict: Outcome =
+    const refusal =
       state.mode === 'refuse'
         ? rejected('connector_control.rejected', 'connector-host admission refused by the control plane')
         : state.mode === 'unavailable'
           ? rejected('connector_control.unavailable', 'connector control plane unavailable')
-          : entry.problems.length > 0
-            ? rejected('connector_control.rejected', `control request refused: ${entry.problems.join('; ')}`)
+          : problems.length > 0
+            ? rejected('connector_control.rejected', `control request refused: ${problems.join('; ')}`)
             : known && known.digest !== digest
               ? rejected('connector_control.rejected', `request_id ${request.request_id} was already used for another request`)
-              : { status: 0, outcome: {} };
-    if (verdict.status !== 0) return reply(verdict.status, signedResponse(request.request_id, verdict.outcome), verdict.outcome);
-    if (known) return reply(known.status, known.text, JSON.parse(known.text).response?.outcome);
+              : undefined;
+    if (refusal) return { ...refusal, text: signedResponse(request.request_id, refusal.outcome) };
+    if (known) return { status: known.status, text: known.text, outcome: JSON.parse(known.text).response?.outcome };
     const applied = apply(request.command.operation, request.command.payload, at);
     const text = signedResponse(request.request_id, applied.outcome);
     if (applied.status === 200) granted.set(request.request_id, { digest, status: applied.status, text });
-    reply(applied.status, text, applied.outcome);
+    return { ...applied, text };
+  };
+
+  const answerDecoded = (entry: ControlRecord, signature: unknown, response: ServerResponse, at: number): void => {
+    entry.problems.push(...verificationProblems(entry.request!, signature, options.hostDids(), at));
+    const answer = decide(entry.request!, entry.problems, at);
+    entry.status = answer.status;
+    if (answer.outcome) entry.outcome = answer.outcome;
+    record(entry);
+    sendJson(response, answer.status, answer.text);
   };
 
   const handle = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
@@ -199,7 +209,9 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     answerDecoded(entry, value.signature, response, arrivedAt);
   };
 
-  const server: LoopbackServer = await startLoopbackServer(handle, () => record({ arrivedAt: now(), status: 0, text: '', problems: ['dropped: control plane down'] }));
+  const server: LoopbackServer = await startLoopbackServer(handle, () =>
+    record({ arrivedAt: now(), status: 0, text: '', problems: ['dropped: control plane down'] }),
+  );
   return {
     url: `${server.url}${CONTROL_PATH}`,
     did: key.did,

@@ -54,8 +54,6 @@ export interface ActionOptions {
   signer?: Party;
   /** Kept on the action even when not streaming (the host must refuse it). */
   keepCallback?: boolean;
-  /** Changes the envelope before signing (fields the reference types do not know, for one). */
-  beforeSigning?: (envelope: Envelope) => void;
   /** Changes the signed envelope after signing (the signature then no longer covers it). */
   tamper?: (envelope: Envelope) => void;
 }
@@ -150,7 +148,13 @@ export interface Dispatcher {
 export function createDispatcher(gateway: Party, ingress: CallbackIngress, now: () => number = Date.now): Dispatcher {
   const assignments = new Map<string, ConnectorRoute>();
 
-  const seal = (target: HostTarget, body: Record<string, unknown>, route: ConnectorRoute | undefined, idempotencyKey: (id: string) => string, options: ActionOptions): Prepared => {
+  const seal = (
+    target: HostTarget,
+    body: Record<string, unknown>,
+    route: ConnectorRoute | undefined,
+    idempotencyKey: (id: string) => string,
+    options: ActionOptions,
+  ): Prepared => {
     const envelope: Envelope = {
       aip_version: '1.0',
       message_type: 'action' in body ? 'aip.core.v1.action' : 'aip.core.v1.cancel',
@@ -162,7 +166,6 @@ export function createDispatcher(gateway: Party, ingress: CallbackIngress, now: 
       to: options.to ?? { id: target.identity.principal.id, kind: target.identity.principal.kind },
       security: { ...(options.omitRoute || !route ? {} : { connector_route: route }), trust_domain: TRUST_DOMAIN },
     };
-    options.beforeSigning?.(envelope);
     const signer = options.signer ?? gateway;
     const signed = signEnvelope(envelope, signer.key, signer.principal);
     let text = signed.text;
@@ -199,7 +202,11 @@ export function createDispatcher(gateway: Party, ingress: CallbackIngress, now: 
     ingress.assign(withoutApproval(route));
     const callback =
       action.mode === 'streaming'
-        ? { profile: NATIVE_HTTP_PROFILE, target: ingress.url, metadata: { connector_callback: withoutApproval(route), connector_callback_recipient: gateway.principal } }
+        ? {
+            profile: NATIVE_HTTP_PROFILE,
+            target: ingress.url,
+            metadata: { connector_callback: withoutApproval(route), connector_callback_recipient: gateway.principal },
+          }
         : options.keepCallback
           ? action['callback']
           : undefined;

@@ -33,7 +33,9 @@ export function signatureProblem(parsed: ParsedWire, did: string): Problem {
 export function roundtripProblem(value: Json): Problem {
   const again = reserialize.envelope(value);
   if (!again.ok) return `does not decode as the reference Envelope: ${again.reason}`;
-  return isDeepStrictEqual(again.value, value) ? undefined : `re-serialises differently: sent ${JSON.stringify(value)}, reference ${JSON.stringify(again.value)}`;
+  return isDeepStrictEqual(again.value, value)
+    ? undefined
+    : `re-serialises differently: sent ${JSON.stringify(value)}, reference ${JSON.stringify(again.value)}`;
 }
 
 export function sentAtProblem(sentAt: unknown, now: number, pastMs: number, futureMs: number): Problem {

@@ -65,7 +65,9 @@ process.once('exit', () => {
 
 /** Kills every host still running and removes their folders. */
 export async function stopHosts(): Promise<void> {
-  const waits = [...live].map((child) => new Promise<void>((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', () => resolve()))));
+  const waits = [...live].map(
+    (child) => new Promise<void>((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', () => resolve()))),
+  );
   for (const child of live) child.kill('SIGKILL');
   await Promise.all(waits);
   for (const folder of folders) rmSync(folder, { recursive: true, force: true });
@@ -128,7 +130,10 @@ type Started = { kind: 'listening'; line: Record<string, unknown> } | { kind: 'e
 
 function started(child: ChildProcessWithoutNullStreams, output: { stderr: string }): Promise<Started> {
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`hermes-aip host did not log "${LISTENING}" within ${START_TIMEOUT_MS} ms; stderr: ${output.stderr}`)), START_TIMEOUT_MS);
+    const timer = setTimeout(
+      () => reject(new Error(`hermes-aip host did not log "${LISTENING}" within ${START_TIMEOUT_MS} ms; stderr: ${output.stderr}`)),
+      START_TIMEOUT_MS,
+    );
     const onData = () => {
       for (const line of output.stderr.split('\n')) {
         if (!line.includes(LISTENING)) continue;

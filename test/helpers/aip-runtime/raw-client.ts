@@ -33,11 +33,14 @@ export function partialBody(port: number, path: string, declared: number, sent: 
 /** POSTs `total` bytes of `filler` as a chunked body; resolves with the status (0 when the host cut the connection first). */
 export function chunkedBody(port: number, path: string, total: number, filler = 'x'): Promise<number> {
   return new Promise((resolve) => {
-    const request = httpRequest({ host: '127.0.0.1', port, method: 'POST', path, headers: { 'content-type': 'application/json' }, agent: false }, (response) => {
-      response.resume();
-      response.on('end', () => resolve(response.statusCode ?? 0));
-      response.on('error', () => resolve(response.statusCode ?? 0));
-    });
+    const request = httpRequest(
+      { host: '127.0.0.1', port, method: 'POST', path, headers: { 'content-type': 'application/json' }, agent: false },
+      (response) => {
+        response.resume();
+        response.on('end', () => resolve(response.statusCode ?? 0));
+        response.on('error', () => resolve(response.statusCode ?? 0));
+      },
+    );
     request.on('error', () => resolve(0));
     const piece = Buffer.alloc(64 * 1024, filler);
     let written = 0;

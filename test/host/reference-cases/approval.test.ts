@@ -6,7 +6,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { approvalFor, approvedDecision, POLICY_HASH } from '../../helpers/aip-runtime/approval.js';
 import { TENANT_ID, hexId } from '../../helpers/aip-runtime/deployment.js';
-import { capability, closeDeployments, runAction, runStartAction, startDeployment, waitForReady, type Deployment } from '../../helpers/aip-runtime/deployment-fixture.js';
+import {
+  capability,
+  closeDeployments,
+  runAction,
+  runStartAction,
+  startDeployment,
+  waitForReady,
+  type Deployment,
+} from '../../helpers/aip-runtime/deployment-fixture.js';
 import type { ActionOptions, AipAction } from '../../helpers/aip-runtime/dispatcher.js';
 import { expectRouteMismatch, expectSignedResult } from '../../helpers/aip-runtime/expectations.js';
 
@@ -19,7 +27,13 @@ describe('§3 approval', () => {
     await waitForReady(deployment.host, 200);
     const started = await deployment.runtime.dispatcher.invoke(
       deployment.host.target,
-      runStartAction({ input: 'a long job', sim_script: [{ type: 'sleep', ms: 60_000 }, { type: 'complete', output: 'late' }] }),
+      runStartAction({
+        input: 'a long job',
+        sim_script: [
+          { type: 'sleep', ms: 60_000 },
+          { type: 'complete', output: 'late' },
+        ],
+      }),
     );
     runId = (expectSignedResult(started).output as { run_id: string }).run_id;
   });
@@ -87,7 +101,9 @@ describe('§3 approval', () => {
     const action = stopAction();
     const { decision, record } = approvalOf(action);
     const before = stopRequests();
-    const result = expectSignedResult(await deployment.runtime.dispatcher.invoke(deployment.host.target, { ...action, approval: decision }, { approvalRecord: record }));
+    const result = expectSignedResult(
+      await deployment.runtime.dispatcher.invoke(deployment.host.target, { ...action, approval: decision }, { approvalRecord: record }),
+    );
     expect(result.status, JSON.stringify(result)).toBe('completed');
     expect(stopRequests()).toBe(before + 1);
   });

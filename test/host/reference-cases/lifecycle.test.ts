@@ -6,7 +6,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { replicaId } from '../../helpers/aip-runtime/deployment.js';
 import type { ControlRecord } from '../../helpers/aip-runtime/control-plane.js';
-import { closeDeployments, getJson, runAction, runStartAction, startDeployment, waitForReady, type Deployment } from '../../helpers/aip-runtime/deployment-fixture.js';
+import {
+  closeDeployments,
+  getJson,
+  runAction,
+  runStartAction,
+  startDeployment,
+  waitForReady,
+  type Deployment,
+} from '../../helpers/aip-runtime/deployment-fixture.js';
 import { expectSignedError, expectSignedResult } from '../../helpers/aip-runtime/expectations.js';
 
 const HEARTBEAT_MS = 1_000;
@@ -97,7 +105,9 @@ describe('§3 lifecycle', () => {
       const grantFrom = control.records.length;
       const grantedAt = Date.now();
       control.mode = 'grant';
-      const granted = await control.waitFor((record) => record.operation === 'register' && record.status === 200, 'granted re-registration', { from: grantFrom });
+      const granted = await control.waitFor((record) => record.operation === 'register' && record.status === 200, 'granted re-registration', {
+        from: grantFrom,
+      });
       expect(granted.arrivedAt - grantedAt).toBeLessThanOrEqual(JITTERED_BOUND_MS + 1_000);
       expect(refusedIds.has(granted.requestId)).toBe(false);
       await waitForReady(deployment.host, 200);

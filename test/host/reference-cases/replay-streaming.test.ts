@@ -19,7 +19,10 @@ describe('§3 replay, cancel scope, malformed input and streaming', () => {
       { type: 'delta', text: 'three' },
       { type: 'complete', output: 'one two three' },
     ];
-    runId = (expectSignedResult(await deployment.runtime.dispatcher.invoke(deployment.host.target, runStartAction({ input: 'stream', sim_script: script }))).output as any).run_id;
+    runId = (
+      expectSignedResult(await deployment.runtime.dispatcher.invoke(deployment.host.target, runStartAction({ input: 'stream', sim_script: script })))
+        .output as any
+    ).run_id;
   });
   afterAll(closeDeployments);
 

@@ -1,0 +1,206 @@
+/**
+ * The runtime double itself, against the reference's signed vectors: its control plane grants
+ * the vector requests with the sequence rules and refuses what the reference refuses, its
+ * dispatcher accepts the vector response and names each check a changed response fails, its
+ * callback ingress accepts a valid chunk and refuses what the central side refuses. A double
+ * that accepted everything would make every §3 case pass; these prove its checks can fail.
+ */
+import { readFileSync } from 'node:fs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { signEnvelope, type Envelope } from '../../../src/host/wire/envelope.js';
+import { canonicalJson, wireJson } from '../../../src/host/wire/json.js';
+import { signingKeyFromSeed } from '../../../src/host/wire/keys.js';
+import { verifyControlResponse } from '../../../src/host/wire/control.js';
+import { parseRfc3339, rfc3339 } from '../../../src/host/wire/time.js';
+import { startCallbackIngress, type CallbackIngress } from '../../helpers/aip-runtime/callback-ingress.js';
+import { startControlPlane, type ControlPlane } from '../../helpers/aip-runtime/control-plane.js';
+import { gatewayParty, hexId, type ConnectorRoute } from '../../helpers/aip-runtime/deployment.js';
+import { createDispatcher, type HostTarget, type Prepared } from '../../helpers/aip-runtime/dispatcher.js';
+
+interface Vector {
+  name: string;
+  signer_seed_hex: string;
+  signer_did: string;
+  document: Record<string, any>;
+}
+
+const vectors: Vector[] = readFileSync(new URL('../../../../shared/reference/aip-vectors/samples.jsonl', import.meta.url), 'utf8')
+  .split('\n')
+  .filter((line) => line.trim() !== '')
+  .map((line) => JSON.parse(line) as Vector);
+const vector = (name: string) => vectors.find((entry) => entry.name === name)!;
+const VECTOR_NOW = parseRfc3339('2026-12-01T21:00:05Z')!;
+const hostKey = signingKeyFromSeed(Buffer.from(vector('native.response.action_result').signer_seed_hex, 'hex'));
+
+const open: Array<{ close(): Promise<void> }> = [];
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((part) => part.close()));
+});
+
+async function controlPlane(): Promise<ControlPlane> {
+  const control = await startControlPlane({ hostDids: () => [vector('control.request.register').signer_did], leaseTtlMs: 30_000, now: () => VECTOR_NOW });
+  open.push(control);
+  return control;
+}
+
+const post = (control: ControlPlane, body: string, contentType = 'application/json') =>
+  fetch(control.url, { method: 'POST', headers: { 'content-type': contentType }, body });
+
+describe('the control plane double', () => {
+  it('grants the vector register, heartbeat, drain and offline in sequence, each response signed by its DID', async () => {
+    const control = await controlPlane();
+    const outcomes = [];
+    for (const name of ['register', 'heartbeat', 'drain', 'offline']) {
+      const response = await post(control, JSON.stringify(vector(`control.request.${name}`).document));
+      expect(response.status).toBe(200);
+      const verified = verifyControlResponse(await response.text(), control.did);
+      expect(verified.ok, JSON.stringify(verified)).toBe(true);
+      outcomes.push(verified.ok ? verified.response.outcome : undefined);
+    }
+    expect(outcomes.map((outcome: any) => outcome.lease?.sequence ?? outcome.status)).toEqual([1, 2, 3, 'offline']);
+    expect(control.records.map((record) => record.problems)).toEqual([[], [], [], []]);
+  });
+
+  it('answers a re-sent request with the same response, and refuses a reused request_id, a lost fence, a second live registration', async () => {
+    const control = await controlPlane();
+    const register = JSON.stringify(vector('control.request.register').document);
+    const first = await (await post(control, register)).text();
+    expect(await (await post(control, register)).text()).toBe(first);
+    const heartbeat = vector('control.request.heartbeat').document;
+    const reused = { ...heartbeat, request: { ...heartbeat['request'], request_id: vector('control.request.register').document['request']['request_id'] } };
+    const refusals = [
+      await post(control, JSON.stringify(reused)),
+      await post(control, JSON.stringify(vector('control.request.drain').document)),
+      await post(control, JSON.stringify(vector('control.request.offline').document)),
+    ];
+    expect(refusals.map((response) => response.status)).toEqual([403, 403, 403]);
+    const messages = await Promise.all(refusals.map(async (response) => (JSON.parse(await response.text()) as any).response.outcome.message as string));
+    expect(messages[1]).toContain('lost its lease-sequence fence');
+  });
+
+  it('refuses a bad signature, an unknown signer and a stale request (403) and what does not decode (415, 413, 400, 422)', async () => {
+    const control = await controlPlane();
+    const register = vector('control.request.register').document;
+    const badSignature = { ...register, signature: hostKey.sign('something else') };
+    expect((await post(control, JSON.stringify(badSignature))).status).toBe(403);
+    expect(control.records.at(-1)!.problems).toEqual(['signature does not verify over the canonical request']);
+    expect((await post(control, JSON.stringify(register), 'text/plain')).status).toBe(415);
+    expect((await post(control, `{"pad":"${'x'.repeat(70 * 1024)}"}`)).status).toBe(413);
+    expect((await post(control, '{"request":')).status).toBe(400);
+    const stringLease = structuredClone(register);
+    stringLease['request']['command']['payload']['replica']['lease_expires_at'] = '2026-12-01T21:00:30Z';
+    expect((await post(control, JSON.stringify(stringLease))).status).toBe(422);
+    const late = await startControlPlane({ hostDids: () => [register['request']['signer_did']], leaseTtlMs: 30_000, now: () => VECTOR_NOW + 60_000 });
+    open.push(late);
+    expect((await post(late, JSON.stringify(register))).status).toBe(403);
+    expect(late.records[0]!.problems).toEqual(['request expired']);
+  });
+});
+
+describe('the dispatcher double', () => {
+  const request = vector('native.request.approved_action').document as unknown as Envelope;
+  const response = vector('native.response.action_result').document as unknown as Envelope;
+  const gateway = { ...gatewayParty(), principal: request.from! };
+  const target: HostTarget = {
+    url: 'http://127.0.0.1:9/aip/v1/messages',
+    identity: { did: hostKey.did, principal: { id: request.to!.id, kind: request.to!.kind }, replicaId: 'crepl_probe' },
+    tenantId: 'tenant-acme',
+    instanceId: 'cinst_probe',
+    versionId: 'cver_probe',
+    manifestDigest: `sha256:${'b'.repeat(64)}`,
+  };
+  const prepared: Prepared = { target, envelope: request, text: JSON.stringify(request), headers: {}, route: (request.security as any).connector_route };
+
+  async function verdictFor(text: string) {
+    const ingress = await startCallbackIngress(gateway);
+    open.push(ingress);
+    return createDispatcher(gateway, ingress, () => VECTOR_NOW).verify(prepared, { status: 200, text, attempts: 1 });
+  }
+
+  it('accepts the vector action_result answering the vector request', async () => {
+    const verdict = await verdictFor(JSON.stringify(response));
+    expect(verdict.failed).toEqual([]);
+    expect(verdict.actionResult?.status).toBe('completed');
+  });
+
+  it('names the check a changed response fails', async () => {
+    const tampered = structuredClone(response) as any;
+    tampered.body.action_result.status = 'failed';
+    expect((await verdictFor(JSON.stringify(tampered))).failed.map((failure) => failure.split(':')[0])).toEqual(['verify_peer_response.signature']);
+
+    const { envelope: withEmptyList } = signEnvelope(
+      { ...response, body: { action_result: { ...(response.body as any).action_result, message: [] } } },
+      hostKey,
+      response.from!,
+    );
+    expect((await verdictFor(wireJson(withEmptyList))).failed.map((failure) => failure.split(':')[0])).toEqual([
+      'action.sync.response_roundtrips_reference_serde',
+    ]);
+
+    const { envelope: otherCorrelation } = signEnvelope({ ...response, correlation_id: 'corr_00000000000000000000000000000000' }, hostKey, response.from!);
+    expect((await verdictFor(wireJson(otherCorrelation))).failed.map((failure) => failure.split(':')[0])).toEqual(['verify_peer_response.correlation_id']);
+  });
+});
+
+describe('the callback ingress double', () => {
+  const gateway = gatewayParty();
+  const hostPrincipal = { id: 'agent:hermes_agent:connector', kind: 'agent', trust_domain: 'connectors.test' };
+  let ingress: CallbackIngress;
+
+  async function withRoute(): Promise<ConnectorRoute> {
+    ingress = await startCallbackIngress(gateway);
+    open.push(ingress);
+    ingress.trustHost({ did: hostKey.did, principal: { ...hostPrincipal, did: hostKey.did }, replicaId: 'crepl_hermes_acme_1' });
+    const actionId = hexId('act_');
+    const route: ConnectorRoute = {
+      action_id: actionId,
+      capability_id: 'cap:hermes_agent:local:run_events',
+      tenant_id: 'tenant-acme',
+      instance_id: 'cinst_hermes_acme',
+      replica_id: 'crepl_hermes_acme_1',
+      version_id: 'cver_hermes_1',
+      manifest_digest: `sha256:${'b'.repeat(64)}`,
+      catalog_revision: 1,
+      binding_policy_revision: 1,
+      credential_revision_ref: null,
+      quota_policy_ref: null,
+      replica_health_revision: 1,
+      fence_token: hexId('route_'),
+      original_mode: 'streaming',
+    };
+    ingress.assign(route);
+    return route;
+  }
+
+  function chunkText(route: Record<string, unknown>, chunk: Record<string, unknown>, sentAt = Date.now()): string {
+    const envelope: Envelope = {
+      aip_version: '1.0',
+      message_type: 'aip.core.v1.stream_chunk',
+      message_id: hexId('msg_'),
+      sent_at: rfc3339(sentAt),
+      body: { stream_chunk: chunk },
+      to: gateway.principal,
+      security: { connector_callback: route },
+    };
+    return signEnvelope(envelope, hostKey, hostPrincipal).text;
+  }
+
+  const deliver = (text: string) => fetch(ingress.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: text });
+
+  it('accepts a valid chunk with a signed event_stream, and refuses an extra route key, another action id, a stale sent_at', async () => {
+    const route = await withRoute();
+    const chunk = { action_id: route.action_id, sequence: 0, kind: 'data', data: { n: 1.5 }, part: 'hi' };
+    const accepted = await deliver(chunkText({ ...route }, chunk));
+    expect(accepted.status).toBe(200);
+    expect(Object.keys(((await accepted.json()) as any).body)).toEqual(['event_stream']);
+    const refused = [
+      await deliver(chunkText({ ...route, approval_authorization: {} }, { ...chunk, sequence: 1 })),
+      await deliver(chunkText(route, { ...chunk, action_id: hexId('act_'), sequence: 2 })),
+      await deliver(chunkText(route, { ...chunk, sequence: 3 }, Date.now() - 10 * 60_000)),
+    ];
+    expect(refused.map((response) => response.status)).toEqual([400, 400, 400]);
+    expect(ingress.accepted(route.action_id)).toEqual([chunk]);
+    expect(ingress.records.slice(1).map((record) => record.problems.length > 0)).toEqual([true, true, true]);
+    expect(canonicalJson(ingress.records[0]!.chunk)).toBe(canonicalJson(chunk));
+  });
+});
