@@ -12,6 +12,7 @@ export type {
   RunRef,
   GrantUse,
   MessageClaim,
+  ApprovalImport,
   EvidenceWrite,
   MemoryLedgerOptions,
   SqliteLedgerOptions,

@@ -15,5 +15,6 @@ export type {
   RunRef,
   GrantUse,
   MessageClaim,
+  ApprovalImport,
   EvidenceWrite,
 } from './types.js';

@@ -3,6 +3,7 @@ import type { AipActionResult } from '../types.js';
 import { pickEvidence } from './evidence.js';
 import { isOpen, isSettled } from './run-status.js';
 import type {
+  ApprovalImport,
   BridgeJob,
   ClaimRequest,
   ClaimResult,
@@ -38,6 +39,7 @@ export function createMemoryLedger(options: MemoryLedgerOptions = {}): RunLedger
   const grants = new Map<string, GrantUse>();
   /** message_id → expires_at of the message ids claimed. */
   const messages = new Map<string, number>();
+  const approvals = new Map<string, ApprovalImport>();
   /** (tenant, action) → binding, in recording order (a re-recorded binding moves to the end). */
   const runs = new Map<string, RunEvidence>();
   /** action_id and run_id → the keys of the bindings that carry it, so lookups never scan. */
@@ -70,6 +72,7 @@ export function createMemoryLedger(options: MemoryLedgerOptions = {}): RunLedger
     for (const [key, job] of jobs) if (job.state === 'done' && job.updated_at <= now - retentionMs) jobs.delete(key);
     for (const [key, use] of grants) if (use.expires_at <= now) grants.delete(key);
     for (const [id, expiresAt] of messages) if (expiresAt <= now) messages.delete(id);
+    for (const [key, record] of approvals) if (record.expires_at <= now) approvals.delete(key);
   };
   const recordRun = (evidence: RunEvidence) => {
     const key = bindingKey(evidence.tenant_id, evidence.action_id);
@@ -151,6 +154,12 @@ export function createMemoryLedger(options: MemoryLedgerOptions = {}): RunLedger
       if (standing !== undefined && standing > now) return false;
       messages.set(claim.message_id, claim.expires_at);
       return true;
+    },
+    async importApproval(record) {
+      const key = JSON.stringify([record.tenant_id, record.approval_id]);
+      const standing = approvals.get(key) ?? record;
+      approvals.set(key, standing);
+      return copy(standing);
     },
     async useGrant(use) {
       const key = JSON.stringify([use.tenant_id, use.approval_id]);

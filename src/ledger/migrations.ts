@@ -118,10 +118,21 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     version: 5,
     // The AIP connector host's replay store: every replica on the database refuses a message id
-    // another one accepted, and a restarted host still does, until the id's window closes.
+    // another one accepted, and a restarted host still does, until the id's window closes. And the
+    // approval records it imported: a different record under an imported approval id is a conflict.
     statements: [
       `CREATE TABLE replay_messages (message_id TEXT PRIMARY KEY, expires_at BIGINT NOT NULL)`,
       `CREATE INDEX replay_messages_expires_at ON replay_messages (expires_at)`,
+      `CREATE TABLE approval_imports (
+        tenant_scope TEXT NOT NULL,
+        approval_id TEXT NOT NULL,
+        tenant_id TEXT,
+        digest TEXT NOT NULL,
+        imported_at BIGINT NOT NULL,
+        expires_at BIGINT NOT NULL,
+        PRIMARY KEY (tenant_scope, approval_id)
+      )`,
+      `CREATE INDEX approval_imports_expires_at ON approval_imports (expires_at)`,
     ],
   },
 ];

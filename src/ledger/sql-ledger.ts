@@ -4,6 +4,7 @@ import { tenantScope } from './migrations.js';
 import { TERMINAL_STATUSES } from '../contract/hermes-vocabulary.js';
 import { type CommitBatch, GroupCommit, type GroupCommitOptions, type SqlStatement } from './group-commit.js';
 import type {
+  ApprovalImport,
   BridgeJob,
   ClaimRequest,
   EvidenceWrite,
@@ -36,6 +37,7 @@ const JOB_COLUMNS =
   'session_id, tool_use_id, tool_name, tool_input, action_id, idempotency_key, run_id, state, kickoff, kickoff_event_id, final_status, final_event_id, created_at, updated_at, lease_owner, lease_expires_at';
 const JOB = 'session_id = ? AND tool_use_id = ?';
 const SCOPE = 'capability_id = ? AND idempotency_key = ?';
+const IMPORT_COLUMNS = 'tenant_id, approval_id, digest, imported_at, expires_at';
 const GRANT_COLUMNS = 'tenant_id, approval_id, capability_id, idempotency_key, action_id, used_at, expires_at';
 const TERMINAL_LIST = [...TERMINAL_STATUSES].map((status) => `'${status}'`).join(', ');
 /** isSettled() in SQL, over the row as it was before the UPDATE. */
@@ -135,6 +137,7 @@ export function createSqlLedger(kind: string, executor: SqlExecutor): RunLedger 
       const sql = await db();
       await sql.run('DELETE FROM approval_grant_uses WHERE expires_at <= ?', [now]);
       await sql.run('DELETE FROM replay_messages WHERE expires_at <= ?', [now]);
+      await sql.run('DELETE FROM approval_imports WHERE expires_at <= ?', [now]);
       return sql.run('DELETE FROM idempotency_records WHERE expires_at <= ?', [now]);
     },
     async claimMessage(claim, now) {
@@ -151,6 +154,17 @@ export function createSqlLedger(kind: string, executor: SqlExecutor): RunLedger 
         now,
       ]);
       return replaced > 0;
+    },
+    async importApproval(record) {
+      const sql = await db();
+      const scope = tenantScope(record.tenant_id);
+      await sql.run(
+        `INSERT INTO approval_imports (tenant_scope, ${IMPORT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (tenant_scope, approval_id) DO NOTHING`,
+        [scope, record.tenant_id, record.approval_id, record.digest, record.imported_at, record.expires_at],
+      );
+      const rows = await sql.all(`SELECT ${IMPORT_COLUMNS} FROM approval_imports WHERE tenant_scope = ? AND approval_id = ?`, [scope, record.approval_id]);
+      // Purged between the two statements (it expired): nothing stands against this record.
+      return rows[0] ? toApprovalImport(rows[0]) : record;
     },
     async useGrant(use) {
       const sql = await db();
@@ -385,6 +399,16 @@ function toGrantUse(row: SqlRow): GrantUse {
     idempotency_key: String(row.idempotency_key),
     action_id: String(row.action_id),
     used_at: num(row.used_at),
+    expires_at: num(row.expires_at),
+  };
+}
+
+function toApprovalImport(row: SqlRow): ApprovalImport {
+  return {
+    tenant_id: strOrNull(row.tenant_id),
+    approval_id: String(row.approval_id),
+    digest: String(row.digest),
+    imported_at: num(row.imported_at),
     expires_at: num(row.expires_at),
   };
 }

@@ -95,6 +95,20 @@ export interface MessageClaim {
   expires_at: number;
 }
 
+/**
+ * An approval record an AIP connector host imported from a route's `approval_authorization`:
+ * the first record under an approval id stands, and a different one under the same id is a conflict.
+ */
+export interface ApprovalImport {
+  tenant_id: string | null;
+  approval_id: string;
+  /** sha256 of the record's canonical JSON: two records are the same record when their digests are equal. */
+  digest: string;
+  imported_at: number;
+  /** After this the record may be forgotten (the approval it authorises has long expired). */
+  expires_at: number;
+}
+
 export interface IdempotencyRecord extends IdempotencyScope {
   fingerprint: string;
   action_id: string;
@@ -143,7 +157,7 @@ export interface RunLedger {
   release(scope: IdempotencyScope, owner: string, evidence?: EvidenceWrite): Promise<void>;
   /** Settles a claim whose owner's lease expired before `now` with `result`; false when it was not such a claim. */
   settleAbandoned(scope: IdempotencyScope, now: number, result: AipActionResult): Promise<boolean>;
-  /** Deletes idempotency records, grant uses and message claims whose time-to-live passed; returns how many idempotency records. */
+  /** Deletes idempotency records, grant uses, message claims and imported approvals whose time-to-live passed; returns how many idempotency records. */
   purgeExpired(now: number): Promise<number>;
   /**
    * Records a message id unless a live claim of it exists (an expired one is replaced); true
@@ -151,6 +165,8 @@ export interface RunLedger {
    * one id, exactly one is true.
    */
   claimMessage(claim: MessageClaim, now: number): Promise<boolean>;
+  /** Imports an approval record unless one stands under its (tenant, approval id); returns the one that stands. */
+  importApproval(record: ApprovalImport): Promise<ApprovalImport>;
   /**
    * Records the grant's use by this (capability, key) unless another action used it already;
    * returns the use that stands, so the caller can tell whether it is its own.
@@ -201,6 +217,7 @@ export const LEDGER_METHODS = [
   'settleAbandoned',
   'purgeExpired',
   'claimMessage',
+  'importApproval',
   'useGrant',
   'recordRun',
   'updateRun',

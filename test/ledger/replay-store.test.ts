@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { createPostgresLedger, createSqliteLedger, type RunLedger } from 'aip-connector-hermes-agent';
+import { type ApprovalImport, createPostgresLedger, createSqliteLedger, type RunLedger } from 'aip-connector-hermes-agent';
 import { MIGRATIONS } from '../../src/ledger/migrations.js';
 import { DURABLE_BACKENDS, LEDGER_BACKENDS, PG_URL, createPgSchema } from '../helpers/ledgers.js';
 import { INSPECTABLE_BACKENDS } from '../helpers/ledger-stores.js';
@@ -69,6 +69,40 @@ describe.each(LEDGER_BACKENDS)('replay store: $name', (backend) => {
       (index % 2 ? second : store.ledger).claimMessage({ message_id: id, expires_at: T0 + WINDOW }, T0 + 1),
     );
     expect((await Promise.all(claims)).filter(Boolean)).toHaveLength(1);
+  });
+});
+
+describe.each(LEDGER_BACKENDS)('imported approval records: $name', (backend) => {
+  const importOf = (overrides: Partial<ApprovalImport> = {}): ApprovalImport => ({
+    tenant_id: 'tenant-a',
+    approval_id: `apr_${messageId().slice(4)}`,
+    digest: 'sha256:'.padEnd(71, 'a'),
+    imported_at: T0,
+    expires_at: T0 + WINDOW,
+    ...overrides,
+  });
+
+  it('the first record under an approval id stands: the same one and a different one both get it back', async () => {
+    const ledger = (await backend.create()).ledger;
+    const first = importOf();
+    expect(await ledger.importApproval(first)).toEqual(first);
+    expect(await ledger.importApproval({ ...first, imported_at: T0 + 5 })).toEqual(first);
+    expect(await ledger.importApproval({ ...first, digest: 'sha256:'.padEnd(71, 'b') })).toEqual(first);
+    // Another tenant's approval with the same id is another record.
+    const other = { ...first, tenant_id: 'tenant-b', digest: 'sha256:'.padEnd(71, 'c') };
+    expect(await ledger.importApproval(other)).toEqual(other);
+  });
+
+  it('purgeExpired forgets the records whose expiry passed, and only those', async () => {
+    const ledger = (await backend.create()).ledger;
+    const expiring = importOf({ expires_at: T0 + 10 });
+    const live = importOf({ expires_at: T0 + 1000 });
+    await ledger.importApproval(expiring);
+    await ledger.importApproval(live);
+    await ledger.purgeExpired(T0 + 10);
+    const changed = (record: ApprovalImport) => ({ ...record, digest: 'sha256:'.padEnd(71, 'd') });
+    expect(await ledger.importApproval(changed(expiring))).toEqual(changed(expiring));
+    expect(await ledger.importApproval(changed(live))).toEqual(live);
   });
 });
 
