@@ -104,7 +104,7 @@ export async function startCallbackIngress(central: Party, now: () => number = D
   const answer = (response: ServerResponse, request: Envelope | undefined, status: number, body: Record<string, unknown>) => {
     const reply: Envelope = {
       aip_version: '1.0',
-      message_type: 'error' in body ? 'aip.core.v1.error' : 'aip.core.v1.event_stream',
+      message_type: 'error' in body ? 'aip.core.v1.error' : 'aip.discovery.v1.event_stream_response',
       message_id: messageId(),
       sent_at: rfc3339(now()),
       body,

@@ -199,7 +199,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     entry.text = body.text;
     const parsed = parseWire(body.text);
     if ('error' in parsed) return refuse(400, `Failed to parse the request body as JSON: ${parsed.error}`);
-    const decoded = reserialize.controlRequest(parsed.value);
+    const decoded = reserialize.signedControlRequest(parsed.value);
     if (!decoded.ok) return refuse(422, `Failed to deserialize the JSON body into the target type: ${decoded.reason}`);
     const value = decoded.value as { request: NonNullable<ControlRecord['request']>; signature?: unknown };
     entry.request = value.request;

@@ -7,7 +7,7 @@
  * `stopHosts()` (call it in afterEach) or at process exit.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -15,7 +15,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createHermesConnector } from 'aip-connector-hermes-agent';
 import { signingKeyFromSeed } from '../../../src/host/wire/keys.js';
-import { manifestDigest } from '../../../src/host/wire/manifest.js';
+import { canonicalJson } from '../../../src/host/wire/json.js';
+import { reserialize } from '../../../src/host/wire/reference-types.js';
 import type { HostIdentity } from './callback-ingress.js';
 import { GATEWAY_PRINCIPAL_ID, INSTANCE_ID, MESSAGES_PATH, TENANT_ID, TRUST_DOMAIN, TYPE_ID, VERSION_ID, replicaId } from './deployment.js';
 import type { HostTarget } from './dispatcher.js';
@@ -161,6 +162,13 @@ async function hostPrincipal(simulatorUrl: string): Promise<{ id: string; kind: 
   const { id, kind } = connector.manifest().agent;
   await connector.close();
   return { id, kind };
+}
+
+/** `digest_json` of §1.9: sha256 of the canonical JSON of the manifest as the reference re-serialises it. */
+export function manifestDigest(manifest: unknown): string {
+  const decoded = reserialize.manifest(manifest);
+  if (!decoded.ok) throw new Error(`the served manifest does not decode as the reference Manifest: ${decoded.reason}`);
+  return `sha256:${createHash('sha256').update(canonicalJson(decoded.tree)).digest('hex')}`;
 }
 
 async function readManifest(origin: string): Promise<Record<string, any>> {

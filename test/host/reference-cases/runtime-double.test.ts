@@ -128,12 +128,13 @@ describe('the dispatcher double', () => {
     tampered.body.action_result.status = 'failed';
     expect((await verdictFor(JSON.stringify(tampered))).failed.map((failure) => failure.split(':')[0])).toEqual(['verify_peer_response.signature']);
 
-    const { envelope: withEmptyList } = signEnvelope(
-      { ...response, body: { action_result: { ...(response.body as any).action_result, message: [] } } },
-      hostKey,
-      response.from!,
-    );
+    // signEnvelope would drop the empty list; a careless signer signs it as it is, and the reference verifier's re-serialisation drops it.
+    const withEmptyList = structuredClone(response) as any;
+    withEmptyList.body.action_result.message = [];
+    delete withEmptyList.security.signature;
+    withEmptyList.security.signature = hostKey.sign(canonicalJson(withEmptyList));
     expect((await verdictFor(wireJson(withEmptyList))).failed.map((failure) => failure.split(':')[0])).toEqual([
+      'verify_peer_response.signature',
       'action.sync.response_roundtrips_reference_serde',
     ]);
 
@@ -172,7 +173,7 @@ describe('the callback ingress double', () => {
     return route;
   }
 
-  function chunkText(route: Record<string, unknown>, chunk: Record<string, unknown>, sentAt = Date.now()): string {
+  function chunkText(route: object, chunk: Record<string, unknown>, sentAt = Date.now()): string {
     const envelope: Envelope = {
       aip_version: '1.0',
       message_type: 'aip.core.v1.stream_chunk',
@@ -189,7 +190,7 @@ describe('the callback ingress double', () => {
 
   it('accepts a valid chunk with a signed event_stream, and refuses an extra route key, another action id, a stale sent_at', async () => {
     const route = await withRoute();
-    const chunk = { action_id: route.action_id, sequence: 0, kind: 'data', data: { n: 1.5 }, part: 'hi' };
+    const chunk = { action_id: route.action_id, sequence: 0, kind: 'data', data: { n: 1.5 }, part: { type: 'text', text: 'hi' } };
     const accepted = await deliver(chunkText({ ...route }, chunk));
     expect(accepted.status).toBe(200);
     expect(Object.keys(((await accepted.json()) as any).body)).toEqual(['event_stream']);
