@@ -14,7 +14,8 @@ import { verifyControlResponse } from '../../../src/host/wire/control.js';
 import { parseRfc3339, rfc3339 } from '../../../src/host/wire/time.js';
 import { startCallbackIngress, type CallbackIngress } from '../../helpers/aip-runtime/callback-ingress.js';
 import { startControlPlane, type ControlPlane } from '../../helpers/aip-runtime/control-plane.js';
-import { gatewayParty, hexId, type ConnectorRoute } from '../../helpers/aip-runtime/deployment.js';
+import { ROUTE_KEYS, gatewayParty, hexId, type ConnectorRoute } from '../../helpers/aip-runtime/deployment.js';
+import { readLimitedBody, sendJson, startLoopbackServer } from '../../helpers/aip-runtime/http.js';
 import { createDispatcher, type HostTarget, type Prepared } from '../../helpers/aip-runtime/dispatcher.js';
 
 interface Vector {
@@ -140,6 +141,48 @@ describe('the dispatcher double', () => {
 
     const { envelope: otherCorrelation } = signEnvelope({ ...response, correlation_id: 'corr_00000000000000000000000000000000' }, hostKey, response.from!);
     expect((await verdictFor(wireJson(otherCorrelation))).failed.map((failure) => failure.split(':')[0])).toEqual(['verify_peer_response.correlation_id']);
+  });
+});
+
+describe('the dispatcher transport', () => {
+  it('re-sends the same signed envelope after a transport error, with the reference headers', async () => {
+    const received: Array<{ body: string; headers: Record<string, unknown> }> = [];
+    const server = await startLoopbackServer(async (request, response) => {
+      const body = await readLimitedBody(request, 1024 * 1024);
+      received.push({ body: body.ok ? body.text : '', headers: request.headers });
+      if (received.length === 1) request.socket.destroy();
+      else sendJson(response, 200, '{}');
+    });
+    open.push(server);
+    const gateway = gatewayParty();
+    const ingress = await startCallbackIngress(gateway);
+    open.push(ingress);
+    const dispatcher = createDispatcher(gateway, ingress);
+    const target: HostTarget = {
+      url: `${server.url}/aip/v1/messages`,
+      identity: { did: hostKey.did, principal: { id: 'agent:hermes_agent:connector', kind: 'agent' }, replicaId: 'crepl_hermes_acme_1' },
+      tenantId: 'tenant-acme',
+      instanceId: 'cinst_hermes_acme',
+      versionId: 'cver_hermes_1',
+      manifestDigest: `sha256:${'b'.repeat(64)}`,
+    };
+    const prepared = dispatcher.prepareAction(target, {
+      id: hexId('act_'),
+      capability_id: 'cap:hermes_agent:local:run_status',
+      input: { run_id: 'run_1' },
+      mode: 'async',
+    });
+    const exchange = await dispatcher.send(prepared);
+    expect(exchange.attempts).toBe(2);
+    expect(received.map((entry) => entry.body)).toEqual([prepared.text, prepared.text]);
+    expect(received[1]!.headers).toMatchObject({
+      'content-type': 'application/json',
+      'aip-trust-domain': 'connectors.test',
+      'idempotency-key': prepared.route!.action_id,
+    });
+    const action = (prepared.envelope.body as any).action;
+    expect([action.mode, action.identity, action.callback]).toEqual(['sync', { tenant: { id: 'tenant-acme' } }, undefined]);
+    expect(Object.keys(prepared.route!)).toEqual([...ROUTE_KEYS]);
   });
 });
 
