@@ -7,6 +7,7 @@ import { closeSync, constants, fstatSync, lstatSync, openSync, readSync } from '
 import { isIP } from 'node:net';
 import { fileErrorText } from '../cli/args.js';
 import { Secret } from '../internal/secret.js';
+import { isDidKey, parseSeedHex, type SigningKey, signingKeyFromSeed } from './wire/keys.js';
 
 export const HOST_ENV_PREFIX = 'AIP_CONNECTOR_HOST_';
 
@@ -56,8 +57,8 @@ export interface HostSettings {
   readonly allowLoopbackHttp: boolean;
   readonly callback?: OutboundTarget;
   readonly events?: OutboundTarget;
-  /** The 32-byte Ed25519 seed as 64 hex characters; only `reveal()` gives it. */
-  readonly signingSeed: Secret;
+  /** The host's Ed25519 key (from the seed file); it never serialises or inspects its private half. */
+  readonly signingKey: SigningKey;
   /** The PostgreSQL URL read from AIP_CONNECTOR_HOST_DATABASE_URL_FILE, when that variable is set. */
   readonly databaseUrl?: Secret;
   readonly gatewayPrincipalId: string;
@@ -160,7 +161,7 @@ export function loadHostSettings(env: Env = process.env): HostSettings {
     allowLoopbackHttp,
     ...optional('callback', outboundTarget(read, 'CALLBACK', '/aip/v1/connector-callbacks')),
     ...optional('events', outboundTarget(read, 'EVENT', '/aip/v1/connector-events')),
-    signingSeed: loadSigningSeed(env),
+    signingKey: loadSigningKey(env),
     ...optional('databaseUrl', databaseUrl(read)),
     gatewayPrincipalId: read.bounded('GATEWAY_PRINCIPAL_ID', 512),
     gatewayDid: read.did('GATEWAY_DID'),
@@ -236,13 +237,17 @@ export function revisionAuthorized(policy: CredentialPolicy, pinned: string | nu
   return policy.current_revision_ref === pinned || policy.accepted_previous_revisions.includes(pinned);
 }
 
-/** Only the signing seed (what `hermes-aip host --print-did` needs). */
-export function loadSigningSeed(env: Env = process.env): Secret {
+/** Only the signing key (what `hermes-aip host --print-did` needs). */
+export function loadSigningKey(env: Env = process.env): SigningKey {
   const variable = name('SIGNING_SEED_FILE');
   const path = reader(env).required('SIGNING_SEED_FILE');
-  const text = readOwnedFile(variable, path, MAX_SEED_FILE_BYTES, 'secret').trim();
-  if (!/^[0-9a-fA-F]{64}$/.test(text)) throw new HostSettingError(variable, 'the file must hold exactly 64 hexadecimal characters (a 32-byte Ed25519 seed)');
-  return new Secret(text.toLowerCase());
+  const seed = parseSeedHex(readOwnedFile(variable, path, MAX_SEED_FILE_BYTES, 'secret').trim());
+  if (seed === undefined) throw new HostSettingError(variable, 'the file must hold exactly 64 hexadecimal characters (a 32-byte Ed25519 seed)');
+  try {
+    return signingKeyFromSeed(seed);
+  } finally {
+    seed.fill(0);
+  }
 }
 
 function name(short: string): string {
@@ -302,18 +307,13 @@ function reader(env: Env) {
       if (inline === undefined && file === undefined) throw new HostSettingError(name(short), `is required (or ${name(`${short}_FILE`)})`);
       const variable = inline === undefined ? name(`${short}_FILE`) : name(short);
       const did = inline === undefined ? readOwnedFile(variable, file as string, MAX_DID_FILE_BYTES, 'secret').trim() : inline.trim();
-      if (!isDidKeyText(did)) throw new HostSettingError(variable, 'must be an Ed25519 did:key (did:key:z6Mk...)');
+      if (!isDidKey(did)) throw new HostSettingError(variable, 'must be an Ed25519 did:key (did:key:z6Mk...)');
       return did;
     },
   };
 }
 
 type Reader = ReturnType<typeof reader>;
-
-/** `did:key:z` + base58btc of 0xED 0x01 and 32 key bytes: 48 base58 characters starting with 6Mk. */
-function isDidKeyText(did: string): boolean {
-  return /^did:key:z6Mk[1-9A-HJ-NP-Za-km-z]{45}$/.test(did);
-}
 
 function parseBind(text: string): HostSettings['bind'] {
   const match = /^(?:\[([0-9a-fA-F:.]+)\]|(\d{1,3}(?:\.\d{1,3}){3})):(\d{1,5})$/.exec(text);

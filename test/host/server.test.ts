@@ -115,7 +115,11 @@ describe('host routes', () => {
 
   it('passes a body of exactly 4 MiB to the message handler', async () => {
     const { base, received } = await startHost();
-    const response = await fetch(`${base}/aip/v1/messages`, { method: 'POST', body: Buffer.alloc(LIMIT, 0x20), headers: { 'content-type': 'application/json' } });
+    const response = await fetch(`${base}/aip/v1/messages`, {
+      method: 'POST',
+      body: Buffer.alloc(LIMIT, 0x20),
+      headers: { 'content-type': 'application/json' },
+    });
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({ bytes: LIMIT });
     expect(received).toHaveLength(1);

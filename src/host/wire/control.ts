@@ -2,9 +2,10 @@
  * Control-plane messages (`POST /aip/v1/connector-control`): signed JSON, not envelopes. The signature covers
  * the canonical JSON of `request` (ours) or `response` (the control plane's).
  */
-import { canonicalJson, type Json, parseWire, wireJson } from './json.js';
+import { canonicalJson, parseWire, wireJson } from './json.js';
 import { type SigningKey, verifyWithDid } from './keys.js';
-import { fromTimeArray, parseRfc3339, rfc3339 } from './time.js';
+import { reserialize } from './reference-types.js';
+import { parseRfc3339, rfc3339 } from './time.js';
 
 export interface ConnectorTopology {
   region: string;
@@ -81,61 +82,45 @@ export function controlRequest(requestId: string, command: ControlCommand, signe
   };
 }
 
-/** `{request, signature}` with the signature over canonical JSON of `request`; `text` is the body to POST. */
+/**
+ * `{request, signature}` with the signature over the canonical JSON of `request` as the reference types re-serialise it;
+ * `text` is the body to POST (byte-equal to that re-serialisation). A request they refuse is our bug: it throws.
+ */
 export function signControlRequest(request: object, key: SigningKey): { body: { request: object; signature: string }; text: string } {
-  const body = { request, signature: key.sign(canonicalJson(request)) };
-  return { body, text: wireJson(body) };
+  const typed = reserialize.controlRequest(request);
+  if (!typed.ok) throw new TypeError(`control request does not fit the reference types: ${typed.reason}`);
+  const signature = key.sign(canonicalJson(typed.tree));
+  return { body: { request: typed.value as object, signature }, text: wireJson({ request: typed.tree, signature }) };
 }
 
-function isObject(value: Json | undefined): value is { [k: string]: Json } {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
+/** The reference host's `validate_control_window`: issued at most 5 s ahead, not expired, lifetime at most 30 s. */
+function controlWindowProblem(response: ControlResponse, nowMs: number): string | undefined {
+  const issued = parseRfc3339(response.issued_at) as number;
+  const expires = parseRfc3339(response.expires_at) as number;
+  if (issued > nowMs + CONTROL_CLOCK_SKEW_MS || expires <= nowMs || expires <= issued) return 'expired or outside the accepted clock skew';
+  return expires - issued > CONTROL_REQUEST_LIFETIME_MS ? 'lifetime exceeds 30 s' : undefined;
 }
 
-function outcomeProblem(outcome: Json | undefined): string | undefined {
-  if (!isObject(outcome)) return 'outcome is not an object';
-  switch (outcome['status']) {
-    case 'lease': {
-      const lease = outcome['lease'];
-      if (!isObject(lease) || !Number.isSafeInteger(lease['sequence']) || (lease['sequence'] as number) < 0) return 'lease.sequence is not a u64';
-      return fromTimeArray(lease['expires_at']) === undefined ? 'lease.expires_at is not a time array' : undefined;
-    }
-    case 'offline':
-      return undefined;
-    case 'rejected':
-      return typeof outcome['code'] === 'string' && typeof outcome['message'] === 'string' && typeof outcome['retryable'] === 'boolean'
-        ? undefined
-        : 'rejected outcome lacks code, message or retryable';
-    default:
-      return 'unknown outcome status';
-  }
-}
+const CONTROL_CLOCK_SKEW_MS = 5_000;
 
-function responseProblem(response: Json | undefined): string | undefined {
-  if (!isObject(response)) return 'response is not an object';
-  for (const field of ['request_id', 'issued_at', 'expires_at', 'signer_did'] as const) {
-    if (typeof response[field] !== 'string') return `response.${field} is not a string`;
-  }
-  if (parseRfc3339(response['issued_at'] as string) === undefined || parseRfc3339(response['expires_at'] as string) === undefined) {
-    return 'response times are not RFC 3339';
-  }
-  return outcomeProblem(response['outcome']);
-}
+export type ControlResponseCheck = { ok: true; response: ControlResponse } | { ok: false; reason: string };
 
 /**
- * A control-plane answer checked as the reference host checks it: decodes, `signer_did` is the pinned control DID,
- * the signature verifies over canonical JSON of `response`. Request id and time window are the caller's to compare.
+ * A control-plane answer checked as the reference host checks it: decodes as the reference type, `signer_did` is the
+ * pinned control DID, the signature verifies over the canonical re-serialised `response`; with `expect`, also the
+ * request id and the time window.
  */
-export function verifyControlResponse(text: string, controlDid: string): { ok: true; response: ControlResponse } | { ok: false; reason: string } {
+export function verifyControlResponse(text: string, controlDid: string, expect?: { requestId?: string; nowMs?: number }): ControlResponseCheck {
   const parsed = parseWire(text);
   if ('error' in parsed) return { ok: false, reason: `not JSON: ${parsed.error}` };
-  if (!isObject(parsed.value)) return { ok: false, reason: 'not an object' };
-  const response = parsed.value['response'];
-  const signature = parsed.value['signature'];
-  const problem = responseProblem(response);
-  if (problem !== undefined) return { ok: false, reason: problem };
-  if (typeof signature !== 'string') return { ok: false, reason: 'signature is not a string' };
-  const typed = response as unknown as ControlResponse;
-  if (typed.signer_did !== controlDid) return { ok: false, reason: 'signed by another DID than the control plane' };
-  if (!verifyWithDid(controlDid, parsed.canonical([], ['response']), signature)) return { ok: false, reason: 'signature does not verify' };
-  return { ok: true, response: typed };
+  const typed = reserialize.signedControlResponse(parsed.tree);
+  if (!typed.ok) return { ok: false, reason: typed.reason };
+  const { response: tree, signature } = typed.tree as { response: unknown; signature: string };
+  const response = (typed.value as unknown as { response: ControlResponse }).response;
+  if (expect?.requestId !== undefined && response.request_id !== expect.requestId) return { ok: false, reason: 'answers another request id' };
+  if (response.signer_did !== controlDid) return { ok: false, reason: 'signed by another DID than the control plane' };
+  const windowProblem = expect?.nowMs === undefined ? undefined : controlWindowProblem(response, expect.nowMs);
+  if (windowProblem !== undefined) return { ok: false, reason: windowProblem };
+  if (!verifyWithDid(controlDid, canonicalJson(tree), signature)) return { ok: false, reason: 'signature does not verify' };
+  return { ok: true, response };
 }

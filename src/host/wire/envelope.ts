@@ -1,6 +1,7 @@
 /** Native AIP envelopes (`aip-core` `Envelope`) signed and verified as the reference gateway does. */
-import { canonicalJson, type Json, type ParsedWire, wireJson } from './json.js';
+import { canonicalJson, type ParsedWire, withoutPaths, wireJson } from './json.js';
 import { type SigningKey, verifyWithDid } from './keys.js';
+import { reserialize } from './reference-types.js';
 
 /** `Principal` of the reference, fields in its declaration order. */
 export interface Principal {
@@ -32,25 +33,6 @@ export interface Envelope {
   extensions?: unknown;
 }
 
-const ENVELOPE_FIELDS = [
-  'aip_version',
-  'message_type',
-  'message_id',
-  'sent_at',
-  'body',
-  'session_id',
-  'correlation_id',
-  'in_response_to',
-  'idempotency_key',
-  'from',
-  'to',
-  'trace',
-  'security',
-  'extensions',
-] as const;
-
-const PRINCIPAL_FIELDS = ['id', 'kind', 'display_name', 'trust_domain', 'did', 'external_refs', 'delegated_authority', 'auth_context'] as const;
-
 /** The object's fields in `order`, absent (undefined or null) ones left out, as serde's skip-if-none writes them. */
 export function inFieldOrder<T extends object>(object: T, order: readonly (keyof T)[]): T {
   const ordered: Partial<T> = {};
@@ -61,42 +43,36 @@ export function inFieldOrder<T extends object>(object: T, order: readonly (keyof
   return ordered as T;
 }
 
-function principalInOrder(principal: Principal): Principal {
-  return inFieldOrder(principal, PRINCIPAL_FIELDS);
-}
-
 /**
  * Signs as `sign_native_envelope`: `from` = signer + our did, `security.signature` removed, `security.did` set,
- * Ed25519 over the canonical envelope, the signature put in `security.signature`. `text` is what to send.
+ * Ed25519 over the canonical form of what the reference types re-serialise, the signature put in `security.signature`.
+ * `text` is what to send (a fixed point of that re-serialisation). An envelope the reference types refuse is our bug: it throws.
  */
 export function signEnvelope(envelope: Envelope, key: SigningKey, signer: Principal): { envelope: Envelope; text: string } {
   const { signature: _dropped, ...security } = envelope.security ?? {};
-  const unsigned = inFieldOrder<Envelope>(
-    {
-      ...envelope,
-      from: principalInOrder({ ...signer, did: key.did }),
-      ...(envelope.to === undefined ? {} : { to: principalInOrder(envelope.to) }),
-      security: { ...security, did: key.did },
-    },
-    ENVELOPE_FIELDS,
-  );
-  const signed: Envelope = { ...unsigned, security: { ...unsigned.security, signature: key.sign(canonicalJson(unsigned)) } };
-  return { envelope: signed, text: wireJson(signed) };
-}
-
-function securityOf(value: Json): Record<string, Json> | undefined {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return undefined;
-  const security = value['security'];
-  return security !== null && typeof security === 'object' && !Array.isArray(security) ? security : undefined;
+  const typed = reserialize.envelope({ ...envelope, from: { ...signer, did: key.did }, security: { ...security, did: key.did } });
+  if (!typed.ok) throw new TypeError(`envelope does not fit the reference types: ${typed.reason}`);
+  const unsigned = typed.tree as Record<string, unknown> & { security: Record<string, unknown> };
+  const signed = { ...unsigned, security: { ...unsigned.security, signature: key.sign(canonicalJson(unsigned)) } };
+  const text = wireJson(signed);
+  return { envelope: JSON.parse(text) as Envelope, text };
 }
 
 /**
- * Whether a parsed envelope is signed by `expectedDid`: `security.did` names it and `security.signature` verifies
- * over the canonical form of the received text without that signature (number lexemes re-serialised as serde does).
+ * Whether an envelope already decoded by the reference types (`reserialize.envelope(...).tree`, or `checkEnvelope`)
+ * is signed by `expectedDid`: `security.did` names it and `security.signature` verifies over the canonical form
+ * without that signature, which is what the reference verifier computes from its typed parse.
  */
+export function verifyEnvelopeTree(tree: unknown, expectedDid: string): boolean {
+  const security = (tree as { security?: unknown } | null)?.security;
+  if (security === null || typeof security !== 'object' || Array.isArray(security)) return false;
+  const { did, signature } = security as Record<string, unknown>;
+  if (did !== expectedDid || typeof signature !== 'string') return false;
+  return verifyWithDid(expectedDid, canonicalJson(withoutPaths(tree, [['security', 'signature']])), signature);
+}
+
+/** verifyEnvelopeTree on received text: false too when the reference types would not decode it. */
 export function verifyEnvelopeText(parsed: ParsedWire, expectedDid: string): boolean {
-  const security = securityOf(parsed.value);
-  const signature = security?.['signature'];
-  if (security?.['did'] !== expectedDid || typeof signature !== 'string') return false;
-  return verifyWithDid(expectedDid, parsed.canonical([['security', 'signature']]), signature);
+  const typed = reserialize.envelope(parsed.tree);
+  return typed.ok && verifyEnvelopeTree(typed.tree, expectedDid);
 }

@@ -131,8 +131,8 @@ export function wireJson(value: unknown): string {
 /** serde_json's default recursion limit: 128 levels of arrays/objects fail, 127 parse. */
 const MAX_DEPTH = 127;
 
-/** `canonical(omit, at)`: canonical JSON of the value at path `at` (default the root), without the `omit` paths (relative to it). */
-export type ParsedWire = { value: Json; canonical: (omit?: string[][], at?: string[]) => string };
+/** `tree`: the parsed value with numbers kept as `NumberLexeme` (what `reference-types` decodes). `canonical(omit, at)`: canonical JSON of the value at path `at` (default the root), without the `omit` paths (relative to it). */
+export type ParsedWire = { value: Json; tree: unknown; canonical: (omit?: string[][], at?: string[]) => string };
 
 /**
  * Parses JSON strictly, as serde_json would accept it into a `Value`: RFC 8259 grammar, no lone surrogate,
@@ -154,7 +154,7 @@ export function parseWire(text: string): ParsedWire | { error: string } {
   }
   const problem = treeProblem(tree, 0);
   if (problem !== undefined) return { error: problem };
-  return { value: toJson(tree), canonical: (omit = [], at = []) => canonicalJson(withoutPaths(nodeAt(tree, at), omit)) };
+  return { value: plainJson(tree), tree, canonical: (omit = [], at = []) => canonicalJson(withoutPaths(nodeAt(tree, at), omit)) };
 }
 
 function treeProblem(node: unknown, depth: number): string | undefined {
@@ -169,12 +169,13 @@ function treeProblem(node: unknown, depth: number): string | undefined {
   return undefined;
 }
 
-function toJson(node: unknown): Json {
+/** A parsed tree with its number lexemes turned into JS numbers. */
+export function plainJson(node: unknown): Json {
   if (node instanceof NumberLexeme) return Number(node.lexeme);
-  if (Array.isArray(node)) return node.map(toJson);
+  if (Array.isArray(node)) return node.map(plainJson);
   if (node === null || typeof node !== 'object') return node as Json;
   const object: { [k: string]: Json } = {};
-  for (const [key, item] of Object.entries(node)) setOwn(object, key, toJson(item));
+  for (const [key, item] of Object.entries(node)) setOwn(object, key, plainJson(item));
   return object;
 }
 
@@ -192,7 +193,7 @@ function nodeAt(node: unknown, path: string[]): unknown {
   return current;
 }
 
-function withoutPaths(node: unknown, paths: string[][]): unknown {
+export function withoutPaths(node: unknown, paths: string[][]): unknown {
   if (paths.length === 0 || node === null || typeof node !== 'object' || Array.isArray(node) || node instanceof NumberLexeme) return node;
   const copy: Record<string, unknown> = {};
   for (const [key, item] of Object.entries(node)) {

@@ -47,9 +47,9 @@ export function signingKeyFromSeed(seed: Uint8Array): SigningKey {
   }
 }
 
-/** A seed file's content: exactly 64 hex digits, one trailing newline allowed (as the reference bootstrap reads it). */
+/** A seed file's content: 64 hex digits, ASCII whitespace around them ignored (the reference bootstrap's `trim_ascii`). */
 export function parseSeedHex(text: string): Uint8Array | undefined {
-  const trimmed = text.replace(/\r?\n$/, '');
+  const trimmed = text.replace(/^[\t\n\f\r ]+|[\t\n\f\r ]+$/g, '');
   return /^[0-9a-fA-F]{64}$/.test(trimmed) ? new Uint8Array(Buffer.from(trimmed, 'hex')) : undefined;
 }
 

@@ -125,8 +125,17 @@ const TIME_ARRAY_RANGES: ReadonlyArray<readonly [number, number]> = [
   [-59, 59],
 ];
 
-/** Epoch ms (sub-ms floored) of a 9-integer time array, or undefined where the time crate would refuse it. */
-export function fromTimeArray(value: unknown): number | undefined {
+interface TimeArrayParts {
+  year: number;
+  dayOfYear: number;
+  hour: number;
+  minute: number;
+  second: number;
+  nanosecond: number;
+  offsetSeconds: number;
+}
+
+function parseTimeArray(value: unknown): TimeArrayParts | undefined {
   if (!Array.isArray(value) || value.length !== 9) return undefined;
   const inRange = value.every((item, i) => {
     const [low, high] = TIME_ARRAY_RANGES[i] as readonly [number, number];
@@ -145,6 +154,40 @@ export function fromTimeArray(value: unknown): number | undefined {
     number,
   ];
   if (dayOfYear > (isLeapYear(year) ? 366 : 365)) return undefined;
-  const local = utcMs(year, 0, dayOfYear, hour, minute, second) + Math.floor(nanosecond / 1_000_000);
-  return local - offsetSeconds(offsetH, offsetM, offsetS) * 1000;
+  return { year, dayOfYear, hour, minute, second, nanosecond, offsetSeconds: offsetSeconds(offsetH, offsetM, offsetS) };
+}
+
+/** Epoch ms (sub-ms floored) of a 9-integer time array, or undefined where the time crate would refuse it. */
+export function fromTimeArray(value: unknown): number | undefined {
+  const parts = parseTimeArray(value);
+  if (parts === undefined) return undefined;
+  const local = utcMs(parts.year, 0, parts.dayOfYear, parts.hour, parts.minute, parts.second) + Math.floor(parts.nanosecond / 1_000_000);
+  return local - parts.offsetSeconds * 1000;
+}
+
+/** The array the time crate writes back after reading `value` (its offset parts re-signed as `UtcOffset` stores them). */
+export function normaliseTimeArray(value: unknown): number[] | undefined {
+  const parts = parseTimeArray(value);
+  if (parts === undefined) return undefined;
+  const magnitude = Math.abs(parts.offsetSeconds);
+  const sign = parts.offsetSeconds < 0 ? -1 : 1;
+  const offset = [Math.floor(magnitude / 3600), Math.floor(magnitude / 60) % 60, magnitude % 60].map((part) => (part === 0 ? 0 : sign * part));
+  return [parts.year, parts.dayOfYear, parts.hour, parts.minute, parts.second, parts.nanosecond, ...offset];
+}
+
+/** RFC 3339 of a time array (the reference writes legacy arrays back as strings in some records); undefined when it has no RFC 3339 form. */
+export function timeArrayToRfc3339(value: unknown): string | undefined {
+  const parts = parseTimeArray(value);
+  if (parts === undefined || parts.year < 0 || parts.offsetSeconds % 60 !== 0) return undefined;
+  const date = new Date(utcMs(parts.year, 0, parts.dayOfYear));
+  return formatParts({
+    year: parts.year,
+    month: date.getUTCMonth() + 1,
+    day: date.getUTCDate(),
+    hour: parts.hour,
+    minute: parts.minute,
+    second: parts.second,
+    nanosecond: parts.nanosecond,
+    offsetMinutes: parts.offsetSeconds / 60,
+  });
 }

@@ -1,35 +1,10 @@
 /** The reference's own signed vectors (shared/reference/aip-vectors/samples.jsonl), reproduced byte for byte. */
-import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { signControlRequest, verifyControlResponse } from '../../../src/host/wire/control.js';
 import { type Envelope, type Principal, signEnvelope, verifyEnvelopeText } from '../../../src/host/wire/envelope.js';
 import { canonicalJson, parseWire, wireJson } from '../../../src/host/wire/json.js';
 import { parseSeedHex, signingKeyFromSeed, verifyWithDid } from '../../../src/host/wire/keys.js';
-
-interface Vector {
-  name: string;
-  signer_seed_hex: string;
-  signer_did: string;
-  signing_bytes: string;
-  signature: string;
-  document: Record<string, unknown>;
-  /** The document exactly as it appears in the file. */
-  documentText: string;
-}
-
-const VECTORS_FILE = new URL('../../../../shared/reference/aip-vectors/samples.jsonl', import.meta.url);
-
-function loadVectors(): Vector[] {
-  return readFileSync(VECTORS_FILE, 'utf8')
-    .split('\n')
-    .filter((line) => line.trim() !== '')
-    .map((line) => {
-      const marker = '"document":';
-      // `document` is each line's last member: its raw text runs to the line's closing brace.
-      const documentText = line.slice(line.indexOf(marker) + marker.length, -1);
-      return { ...(JSON.parse(line) as Omit<Vector, 'documentText'>), documentText };
-    });
-}
+import { loadVectors, type Vector } from './vectors.js';
 
 const vectors = loadVectors();
 const envelopes = vectors.filter((vector) => vector.name.startsWith('native.'));
