@@ -83,3 +83,8 @@ export async function waitForReady(host: HostProcess, status: 200 | 503, timeout
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
+
+/** Requests Hermes received on its run routes (the host's readiness probes of /health left out). */
+export function runRequests(simulator: HermesSimulator): number {
+  return simulator.requests.filter((request) => request.path.startsWith('/v1/runs')).length;
+}

@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NATIVE_HTTP_PROFILE, gatewayParty, hexId, replicaId } from '../../helpers/aip-runtime/deployment.js';
-import { closeDeployments, runAction, startDeployment, waitForReady, type Deployment } from '../../helpers/aip-runtime/deployment-fixture.js';
+import { closeDeployments, runRequests, runAction, startDeployment, waitForReady, type Deployment } from '../../helpers/aip-runtime/deployment-fixture.js';
 import type { ActionOptions, AipAction } from '../../helpers/aip-runtime/dispatcher.js';
 import { expectRouteMismatch } from '../../helpers/aip-runtime/expectations.js';
 
@@ -19,9 +19,9 @@ describe('§3 rejected requests', () => {
 
   /** Sends a run_status action with these options; the refusal must come before any Hermes call. */
   async function refused(status: 401 | 403, options: ActionOptions, action: AipAction = runAction('run_status', 'run_never_started')): Promise<void> {
-    const hermesRequests = deployment.simulator.requests.length;
+    const hermesRequests = runRequests(deployment.simulator);
     expectRouteMismatch(await deployment.runtime.dispatcher.invoke(deployment.host.target, action, options), status);
-    expect(deployment.simulator.requests.length).toBe(hermesRequests);
+    expect(runRequests(deployment.simulator)).toBe(hermesRequests);
   }
 
   it('reject.bad_signature: the body changed after signing → 401', async () => {

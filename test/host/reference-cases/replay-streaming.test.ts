@@ -2,7 +2,15 @@
  * §3 "Replay, cancel scope, malformed input and streaming".
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeDeployments, runAction, runStartAction, startDeployment, waitForReady, type Deployment } from '../../helpers/aip-runtime/deployment-fixture.js';
+import {
+  closeDeployments,
+  runRequests,
+  runAction,
+  runStartAction,
+  startDeployment,
+  waitForReady,
+  type Deployment,
+} from '../../helpers/aip-runtime/deployment-fixture.js';
 import { expectRouteMismatch, expectSignedError, expectSignedResult } from '../../helpers/aip-runtime/expectations.js';
 
 describe('§3 replay, cancel scope, malformed input and streaming', () => {
@@ -31,10 +39,10 @@ describe('§3 replay, cancel scope, malformed input and streaming', () => {
     const prepared = dispatcher.prepareAction(deployment.host.target, runAction('run_status', runId));
     const first = await dispatcher.send(prepared);
     expectSignedResult({ prepared, exchange: first, verdict: dispatcher.verify(prepared, first) });
-    const statusReads = deployment.simulator.requests.length;
+    const statusReads = runRequests(deployment.simulator);
     const second = await dispatcher.send(prepared);
     expectSignedError({ prepared, exchange: second, verdict: dispatcher.verify(prepared, second) }, 409, 'connector_host.replay', 'policy', false);
-    expect(deployment.simulator.requests.length).toBe(statusReads);
+    expect(runRequests(deployment.simulator)).toBe(statusReads);
   });
 
   it('reject.stale_sent_at: sent_at 10 minutes old → 409 connector_host.replay', async () => {
