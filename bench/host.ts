@@ -14,7 +14,7 @@ import { createHermesConnector, type HermesConnector } from 'aip-connector-herme
 import { canonicalJson } from '../src/host/wire/json.js';
 import { signingKeyFromSeed, verifyWithDid } from '../src/host/wire/keys.js';
 import { TENANT_ID } from '../test/helpers/aip-runtime/deployment.js';
-import { capability, runAction } from '../test/helpers/aip-runtime/deployment-fixture.js';
+import { capability, runAction, waitForReady } from '../test/helpers/aip-runtime/deployment-fixture.js';
 import { launchHost, stopHosts, type HostProcess } from '../test/helpers/aip-runtime/launcher.js';
 import { startAipRuntime, type AipRuntime } from '../test/helpers/aip-runtime/runtime.js';
 import { pairedFigure, type BenchSettings, type Figure, type Log, type SectionResult } from './report.js';
@@ -101,6 +101,7 @@ export async function benchHost(settings: BenchSettings, log: Log): Promise<Sect
   let connector: HermesConnector | undefined;
   try {
     const host = await launchHost({ runtime, hermes: { url: server.origin, apiKey: BENCH_API_KEY } });
+    await waitForReady(host, 200);
     connector = createHermesConnector({ endpoints: [{ id: 'local', baseUrl: server.origin, apiKey: BENCH_API_KEY, tenantId: TENANT_ID }] });
     const direct = directCall(connector);
     const viaHost = hostCall(runtime, host);

@@ -140,7 +140,10 @@ describe('hostile input', () => {
     }
     // The host may also report itself not ready while its readiness probe of Hermes queues behind the flood: temporary, signed.
     const allowed = ['200 completed', '429 connector_host.capacity', '503 connector_host.not_ready'];
-    expect([...byStatus.keys()].filter((key) => !allowed.includes(key)), JSON.stringify([...byStatus])).toEqual([]);
+    expect(
+      [...byStatus.keys()].filter((key) => !allowed.includes(key)),
+      JSON.stringify([...byStatus]),
+    ).toEqual([]);
     expect(byStatus.get('200 completed') ?? 0).toBeGreaterThan(0);
     expect(runRequests(deployment.simulator) - hermesRequests).toBe(byStatus.get('200 completed') ?? 0);
     await expectAlive();
