@@ -2,15 +2,17 @@
  * 8. The AIP remote connector host: `run_status` as an action through the built `hermes-aip
  * host` (a child process, driven by the runtime double of test/helpers/aip-runtime: signed
  * envelope in, signed action_result out, every response verified) against `connector.invoke()`
- * called directly in this process, both on the bench's Hermes stand-in. The host's CPU per
+ * called directly in this process (with a SQLite ledger too), both on the bench's Hermes stand-in. The host's CPU per
  * action (user + system of the host process, from /proc) minus the direct call's CPU per call
  * is what serving over the wire adds; it is compared with the Ed25519 work the host cannot
  * avoid per action (one verification and one signature over an action envelope's canonical
  * bytes, timed alone in this process, same round). Target: at most 2 such pairs.
  */
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { createHermesConnector, type HermesConnector } from 'aip-connector-hermes-agent';
+import { createHermesConnector, createSqliteLedger, type HermesConnector } from 'aip-connector-hermes-agent';
 import { canonicalJson } from '../src/host/wire/json.js';
 import { signingKeyFromSeed, verifyWithDid } from '../src/host/wire/keys.js';
 import { TENANT_ID } from '../test/helpers/aip-runtime/deployment.js';
@@ -99,10 +101,13 @@ export async function benchHost(settings: BenchSettings, log: Log): Promise<Sect
   const server = await startBenchServer([]);
   const runtime = await startAipRuntime();
   let connector: HermesConnector | undefined;
+  const folder = mkdtempSync(join(tmpdir(), 'hermes-aip-bench-host-'));
   try {
     const host = await launchHost({ runtime, hermes: { url: server.origin, apiKey: BENCH_API_KEY } });
     await waitForReady(host, 200);
-    connector = createHermesConnector({ endpoints: [{ id: 'local', baseUrl: server.origin, apiKey: BENCH_API_KEY, tenantId: TENANT_ID }] });
+    // The same kind of durable ledger the host keeps, so the difference is what serving over the wire adds.
+    const ledger = createSqliteLedger({ path: join(folder, 'direct.sqlite') });
+    connector = createHermesConnector({ endpoints: [{ id: 'local', baseUrl: server.origin, apiKey: BENCH_API_KEY, tenantId: TENANT_ID }], ledger });
     const direct = directCall(connector);
     const viaHost = hostCall(runtime, host);
     const pair = signatureWork(runtime, host);
@@ -132,7 +137,13 @@ export async function benchHost(settings: BenchSettings, log: Log): Promise<Sect
     return {
       id: 'host',
       title: 'AIP remote connector host (run_status action over the wire vs invoke())',
-      config: { slices_per_round: plan.slices, calls_per_slice: plan.calls, ed25519_pairs_per_slice: plan.pairs, ledger: 'SQLite file', concurrency: 1 },
+      config: {
+        slices_per_round: plan.slices,
+        calls_per_slice: plan.calls,
+        ed25519_pairs_per_slice: plan.pairs,
+        ledger: 'a SQLite file on both sides',
+        concurrency: 1,
+      },
       figures: [
         pairedFigure(
           { id: 'host.latency', label: 'run_status latency, sequential: through the host vs invoke()', unit: 'us', ratioLabel: 'host / invoke()' },
@@ -154,5 +165,6 @@ export async function benchHost(settings: BenchSettings, log: Log): Promise<Sect
     await stopHosts();
     await runtime.close();
     await server.close();
+    rmSync(folder, { recursive: true, force: true });
   }
 }
