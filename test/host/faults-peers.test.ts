@@ -19,7 +19,7 @@ import {
   type Deployment,
 } from '../helpers/aip-runtime/deployment-fixture.js';
 import type { StreamChunk } from '../helpers/aip-runtime/callback-ingress.js';
-import { expectSignedError, expectSignedResult } from '../helpers/aip-runtime/expectations.js';
+import { expectSignedError, expectSignedResult, startRunThroughHost } from '../helpers/aip-runtime/expectations.js';
 import { launchHost } from '../helpers/aip-runtime/launcher.js';
 import { createPgSchemaOn } from '../helpers/pg-schema.js';
 
@@ -39,8 +39,7 @@ describe('a faulty control plane', () => {
 
   beforeAll(async () => {
     deployment = await startDeployment({ leaseTtlMs: LEASE_TTL_MS, settings: { HEARTBEAT_MS: String(HEARTBEAT_MS) } });
-    await waitForReady(deployment.host, 200);
-    runId = (expectSignedResult(await deployment.runtime.dispatcher.invoke(deployment.host.target, runStartAction())).output as any).run_id;
+    runId = await startRunThroughHost(deployment);
   });
   afterAll(closeDeployments);
 
@@ -72,7 +71,6 @@ describe('a faulty callback target', () => {
 
   beforeAll(async () => {
     deployment = await startDeployment();
-    await waitForReady(deployment.host, 200);
   });
   afterAll(closeDeployments);
   afterEach(() => {
@@ -81,8 +79,7 @@ describe('a faulty callback target', () => {
 
   async function streamedRun(deltas: number): Promise<string> {
     const script = [...Array.from({ length: deltas }, (_, i) => ({ type: 'delta', text: `d${i} ` })), { type: 'complete', output: 'done' }];
-    const started = await deployment.runtime.dispatcher.invoke(deployment.host.target, runStartAction({ input: 'stream', sim_script: script }));
-    return (expectSignedResult(started).output as any).run_id;
+    return startRunThroughHost(deployment, { input: 'stream', sim_script: script });
   }
 
   function streamAction(runId: string) {
@@ -153,7 +150,6 @@ describe.each([
     try {
       const ledger = schema ? ({ kind: 'postgres', connectionString: schema.connectionString } as const) : undefined;
       const deployment = await startDeployment(ledger ? { ledger } : {});
-      await waitForReady(deployment.host, 200);
       const { dispatcher } = deployment.runtime;
       const prepared = dispatcher.prepareAction(deployment.host.target, runStartAction());
       const first = await dispatcher.send(prepared);

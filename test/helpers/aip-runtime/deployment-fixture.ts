@@ -36,7 +36,7 @@ export async function startRuntime(leaseTtlMs?: number): Promise<AipRuntime> {
   return runtime;
 }
 
-/** A simulator, a runtime and one host that registered with it. */
+/** A simulator, a runtime and one host that holds a lease and serves (`GET /ready` 200). */
 export async function startDeployment(
   options: { leaseTtlMs?: number; simulator?: Partial<HermesSimulatorOptions> } & Omit<LaunchOptions, 'runtime' | 'hermes'> = {},
 ): Promise<Deployment> {
@@ -44,6 +44,7 @@ export async function startDeployment(
   const simulator = await startSimulator(simulatorOptions);
   const runtime = await startRuntime(leaseTtlMs);
   const host = await launchHost({ runtime, hermes: hermesOf(simulator), ...launch });
+  await waitForReady(host, 200);
   return { runtime, simulator, host };
 }
 

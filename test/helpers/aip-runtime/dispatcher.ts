@@ -111,6 +111,27 @@ function rewriteAction(action: AipAction, tenantId: string, callback: unknown): 
   };
 }
 
+/** The route the central side pins for an action on this replica (`connector_route_metadata`), with a fresh fence token. */
+export function pinnedRoute(target: HostTarget, action: Pick<AipAction, 'id' | 'capability_id' | 'mode'>): ConnectorRoute {
+  const originalMode: OriginalMode = action.mode ?? null;
+  return {
+    action_id: action.id,
+    capability_id: action.capability_id,
+    tenant_id: target.tenantId,
+    instance_id: target.instanceId,
+    replica_id: target.identity.replicaId,
+    version_id: target.versionId,
+    manifest_digest: target.manifestDigest,
+    catalog_revision: 1,
+    binding_policy_revision: 1,
+    credential_revision_ref: null,
+    quota_policy_ref: null,
+    replica_health_revision: 1,
+    fence_token: hexId('route_'),
+    original_mode: originalMode,
+  };
+}
+
 function withoutApproval(route: ConnectorRoute): ConnectorRoute {
   const { approval_authorization: _approval, ...rest } = route;
   return rest;
@@ -179,22 +200,8 @@ export function createDispatcher(gateway: Party, ingress: CallbackIngress, now: 
   };
 
   const prepareAction = (target: HostTarget, action: AipAction, options: ActionOptions = {}): Prepared => {
-    const originalMode: OriginalMode = action.mode ?? null;
     const route: ConnectorRoute = {
-      action_id: action.id,
-      capability_id: action.capability_id,
-      tenant_id: target.tenantId,
-      instance_id: target.instanceId,
-      replica_id: target.identity.replicaId,
-      version_id: target.versionId,
-      manifest_digest: target.manifestDigest,
-      catalog_revision: 1,
-      binding_policy_revision: 1,
-      credential_revision_ref: null,
-      quota_policy_ref: null,
-      replica_health_revision: 1,
-      fence_token: hexId('route_'),
-      original_mode: originalMode,
+      ...pinnedRoute(target, action),
       ...(options.approvalRecord === undefined ? {} : { approval_authorization: options.approvalRecord }),
       ...options.route,
     };
@@ -256,7 +263,7 @@ export function createDispatcher(gateway: Party, ingress: CallbackIngress, now: 
     }
     const parsed = parseWire(exchange.text);
     if ('error' in parsed) {
-      checks.push(check('response.decode', `not JSON: ${parsed.error}`));
+      checks.push(check('response.decode', `HTTP ${exchange.status} body is not JSON (${parsed.error}): ${JSON.stringify(exchange.text.slice(0, 200))}`));
       return done();
     }
     const envelope = parsed.value as unknown as Envelope;

@@ -3,6 +3,8 @@
  * dispatcher outcome. Every central check must pass; a failed one is shown by name.
  */
 import { expect } from 'vitest';
+import type { Deployment } from './deployment-fixture.js';
+import { runStartAction } from './deployment-fixture.js';
 import type { Outcome } from './dispatcher.js';
 
 function describeOutcome(outcome: Outcome): string {
@@ -29,4 +31,10 @@ export function expectSignedError(outcome: Outcome, status: number, code: string
 /** 401/403 route answers: `connector_host.route_mismatch`, category `auth`, not retryable. */
 export function expectRouteMismatch(outcome: Outcome, status: 401 | 403): void {
   expectSignedError(outcome, status, 'connector_host.route_mismatch', 'auth', false);
+}
+
+/** Starts a Hermes run through the host (`run_start`, verified) and returns its id. */
+export async function startRunThroughHost(deployment: Deployment, body?: Record<string, unknown>): Promise<string> {
+  const outcome = await deployment.runtime.dispatcher.invoke(deployment.host.target, runStartAction(body));
+  return (expectSignedResult(outcome).output as { run_id: string }).run_id;
 }

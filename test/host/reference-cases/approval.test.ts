@@ -6,17 +6,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { approvalFor, approvedDecision, POLICY_HASH } from '../../helpers/aip-runtime/approval.js';
 import { TENANT_ID, hexId } from '../../helpers/aip-runtime/deployment.js';
-import {
-  capability,
-  closeDeployments,
-  runAction,
-  runStartAction,
-  startDeployment,
-  waitForReady,
-  type Deployment,
-} from '../../helpers/aip-runtime/deployment-fixture.js';
+import { capability, closeDeployments, runAction, startDeployment, type Deployment } from '../../helpers/aip-runtime/deployment-fixture.js';
 import type { ActionOptions, AipAction } from '../../helpers/aip-runtime/dispatcher.js';
-import { expectRouteMismatch, expectSignedResult } from '../../helpers/aip-runtime/expectations.js';
+import { expectRouteMismatch, expectSignedResult, startRunThroughHost } from '../../helpers/aip-runtime/expectations.js';
 
 describe('§3 approval', () => {
   let deployment: Deployment;
@@ -24,18 +16,13 @@ describe('§3 approval', () => {
 
   beforeAll(async () => {
     deployment = await startDeployment();
-    await waitForReady(deployment.host, 200);
-    const started = await deployment.runtime.dispatcher.invoke(
-      deployment.host.target,
-      runStartAction({
-        input: 'a long job',
-        sim_script: [
-          { type: 'sleep', ms: 60_000 },
-          { type: 'complete', output: 'late' },
-        ],
-      }),
-    );
-    runId = (expectSignedResult(started).output as { run_id: string }).run_id;
+    runId = await startRunThroughHost(deployment, {
+      input: 'a long job',
+      sim_script: [
+        { type: 'sleep', ms: 60_000 },
+        { type: 'complete', output: 'late' },
+      ],
+    });
   });
   afterAll(closeDeployments);
 

@@ -34,7 +34,6 @@ describe('§3 lifecycle', () => {
   beforeAll(async () => {
     deployment = await startDeployment({ leaseTtlMs: LEASE_TTL_MS, settings: { HEARTBEAT_MS: String(HEARTBEAT_MS) } });
     register = await deployment.runtime.control.waitFor((record) => record.operation === 'register' && record.status === 200, 'granted register');
-    await waitForReady(deployment.host, 200);
   });
   afterAll(closeDeployments);
 

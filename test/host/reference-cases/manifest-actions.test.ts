@@ -4,15 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { reserialize } from '../../../src/host/wire/reference-types.js';
-import {
-  closeDeployments,
-  getJson,
-  runAction,
-  runStartAction,
-  startDeployment,
-  waitForReady,
-  type Deployment,
-} from '../../helpers/aip-runtime/deployment-fixture.js';
+import { closeDeployments, getJson, runAction, runStartAction, startDeployment, type Deployment } from '../../helpers/aip-runtime/deployment-fixture.js';
 import { expectSignedResult } from '../../helpers/aip-runtime/expectations.js';
 
 describe('§3 manifest, health and actions', () => {
@@ -21,7 +13,6 @@ describe('§3 manifest, health and actions', () => {
 
   beforeAll(async () => {
     deployment = await startDeployment();
-    await waitForReady(deployment.host, 200);
   });
   afterAll(closeDeployments);
 

@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NATIVE_HTTP_PROFILE, gatewayParty, hexId, replicaId } from '../../helpers/aip-runtime/deployment.js';
-import { closeDeployments, runRequests, runAction, startDeployment, waitForReady, type Deployment } from '../../helpers/aip-runtime/deployment-fixture.js';
+import { closeDeployments, runRequests, runAction, startDeployment, type Deployment } from '../../helpers/aip-runtime/deployment-fixture.js';
 import type { ActionOptions, AipAction } from '../../helpers/aip-runtime/dispatcher.js';
 import { expectRouteMismatch } from '../../helpers/aip-runtime/expectations.js';
 
@@ -13,7 +13,6 @@ describe('§3 rejected requests', () => {
 
   beforeAll(async () => {
     deployment = await startDeployment();
-    await waitForReady(deployment.host, 200);
   });
   afterAll(closeDeployments);
 

@@ -2,16 +2,8 @@
  * §3 "Replay, cancel scope, malformed input and streaming".
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  closeDeployments,
-  runRequests,
-  runAction,
-  runStartAction,
-  startDeployment,
-  waitForReady,
-  type Deployment,
-} from '../../helpers/aip-runtime/deployment-fixture.js';
-import { expectRouteMismatch, expectSignedError, expectSignedResult } from '../../helpers/aip-runtime/expectations.js';
+import { closeDeployments, runRequests, runAction, startDeployment, type Deployment } from '../../helpers/aip-runtime/deployment-fixture.js';
+import { expectRouteMismatch, expectSignedError, expectSignedResult, startRunThroughHost } from '../../helpers/aip-runtime/expectations.js';
 
 describe('§3 replay, cancel scope, malformed input and streaming', () => {
   let deployment: Deployment;
@@ -19,7 +11,6 @@ describe('§3 replay, cancel scope, malformed input and streaming', () => {
 
   beforeAll(async () => {
     deployment = await startDeployment();
-    await waitForReady(deployment.host, 200);
     const script = [
       { type: 'delta', text: 'one ' },
       { type: 'delta', text: 'two ' },
@@ -27,10 +18,7 @@ describe('§3 replay, cancel scope, malformed input and streaming', () => {
       { type: 'delta', text: 'three' },
       { type: 'complete', output: 'one two three' },
     ];
-    runId = (
-      expectSignedResult(await deployment.runtime.dispatcher.invoke(deployment.host.target, runStartAction({ input: 'stream', sim_script: script })))
-        .output as any
-    ).run_id;
+    runId = await startRunThroughHost(deployment, { input: 'stream', sim_script: script });
   });
   afterAll(closeDeployments);
 

@@ -16,7 +16,7 @@ import { startCallbackIngress, type CallbackIngress } from '../../helpers/aip-ru
 import { startControlPlane, type ControlPlane } from '../../helpers/aip-runtime/control-plane.js';
 import { ROUTE_KEYS, gatewayParty, hexId, type ConnectorRoute } from '../../helpers/aip-runtime/deployment.js';
 import { readLimitedBody, sendJson, startLoopbackServer } from '../../helpers/aip-runtime/http.js';
-import { createDispatcher, type HostTarget, type Prepared } from '../../helpers/aip-runtime/dispatcher.js';
+import { createDispatcher, pinnedRoute, type HostTarget, type Prepared } from '../../helpers/aip-runtime/dispatcher.js';
 
 interface Vector {
   name: string;
@@ -32,6 +32,18 @@ const vectors: Vector[] = readFileSync(new URL('../../../../shared/reference/aip
 const vector = (name: string) => vectors.find((entry) => entry.name === name)!;
 const VECTOR_NOW = parseRfc3339('2026-12-01T21:00:05Z')!;
 const hostKey = signingKeyFromSeed(Buffer.from(vector('native.response.action_result').signer_seed_hex, 'hex'));
+
+/** A replica of the test deployment's coordinates, signing with the vectors' host key. */
+function hermesTarget(url: string): HostTarget {
+  return {
+    url,
+    identity: { did: hostKey.did, principal: { id: 'agent:hermes_agent:connector', kind: 'agent' }, replicaId: 'crepl_hermes_acme_1' },
+    tenantId: 'tenant-acme',
+    instanceId: 'cinst_hermes_acme',
+    versionId: 'cver_hermes_1',
+    manifestDigest: `sha256:${'b'.repeat(64)}`,
+  };
+}
 
 const open: Array<{ close(): Promise<void> }> = [];
 afterEach(async () => {
@@ -158,14 +170,7 @@ describe('the dispatcher transport', () => {
     const ingress = await startCallbackIngress(gateway);
     open.push(ingress);
     const dispatcher = createDispatcher(gateway, ingress);
-    const target: HostTarget = {
-      url: `${server.url}/aip/v1/messages`,
-      identity: { did: hostKey.did, principal: { id: 'agent:hermes_agent:connector', kind: 'agent' }, replicaId: 'crepl_hermes_acme_1' },
-      tenantId: 'tenant-acme',
-      instanceId: 'cinst_hermes_acme',
-      versionId: 'cver_hermes_1',
-      manifestDigest: `sha256:${'b'.repeat(64)}`,
-    };
+    const target = hermesTarget(`${server.url}/aip/v1/messages`);
     const prepared = dispatcher.prepareAction(target, {
       id: hexId('act_'),
       capability_id: 'cap:hermes_agent:local:run_status',
@@ -195,23 +200,11 @@ describe('the callback ingress double', () => {
     ingress = await startCallbackIngress(gateway);
     open.push(ingress);
     ingress.trustHost({ did: hostKey.did, principal: { ...hostPrincipal, did: hostKey.did }, replicaId: 'crepl_hermes_acme_1' });
-    const actionId = hexId('act_');
-    const route: ConnectorRoute = {
-      action_id: actionId,
+    const route = pinnedRoute(hermesTarget('http://127.0.0.1:9/aip/v1/messages'), {
+      id: hexId('act_'),
       capability_id: 'cap:hermes_agent:local:run_events',
-      tenant_id: 'tenant-acme',
-      instance_id: 'cinst_hermes_acme',
-      replica_id: 'crepl_hermes_acme_1',
-      version_id: 'cver_hermes_1',
-      manifest_digest: `sha256:${'b'.repeat(64)}`,
-      catalog_revision: 1,
-      binding_policy_revision: 1,
-      credential_revision_ref: null,
-      quota_policy_ref: null,
-      replica_health_revision: 1,
-      fence_token: hexId('route_'),
-      original_mode: 'streaming',
-    };
+      mode: 'streaming',
+    });
     ingress.assign(route);
     return route;
   }

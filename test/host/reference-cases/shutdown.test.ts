@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ControlRecord } from '../../helpers/aip-runtime/control-plane.js';
-import { closeDeployments, startDeployment, waitForReady, type Deployment } from '../../helpers/aip-runtime/deployment-fixture.js';
+import { closeDeployments, startDeployment, type Deployment } from '../../helpers/aip-runtime/deployment-fixture.js';
 
 const DRAIN_TIMEOUT_MS = 2_000;
 
@@ -15,7 +15,6 @@ describe('§3 shutdown', () => {
 
   beforeAll(async () => {
     deployment = await startDeployment({ settings: { DRAIN_TIMEOUT_MS: String(DRAIN_TIMEOUT_MS) } });
-    await waitForReady(deployment.host, 200);
     signalledAt = Date.now();
     deployment.host.kill('SIGTERM');
   });
