@@ -1,7 +1,7 @@
 /**
  * The Herm bridge against the two bundled simulators: Hermes (the runs) and Herm (the agent session).
  * Run: npm run build && npx tsx examples/herm-bridge.ts
- * The README's "Herm bridge" code blocks are excerpts of this file, word for word
+ * docs/herm-bridge.md's code blocks are excerpts of this file, word for word
  * (test/examples/herm-bridge.test.ts checks that, and runs this file).
  */
 import { mkdtempSync, rmSync } from 'node:fs';

@@ -4,11 +4,11 @@
  * approval id stands; a different one is a conflict), and turned into the connector's
  * ApprovalGrant, which the connector's ledger keeps single-use.
  */
-import { createHash } from 'node:crypto';
 import type { RunLedger } from '../ledger/types.js';
 import type { ApprovalGrant } from '../types.js';
 import { asObject } from './checks.js';
-import { canonicalJson } from './wire/json.js';
+import { approvalRecordFingerprint } from './wire/approval.js';
+import type { Json } from './wire/json.js';
 import { parseRfc3339 } from './wire/time.js';
 
 /** How long an imported record is kept after its approval's own expiry: a replayed route still meets it. */
@@ -19,7 +19,7 @@ export type ImportOutcome = 'imported' | 'conflict';
 /** Imports the record under (tenant, approval id); 'conflict' when another record stands there. A failing ledger rejects. */
 export async function importApproval(ledger: RunLedger, record: Record<string, unknown>, tenantId: string, now: number): Promise<ImportOutcome> {
   const request = asObject(record.request) ?? {};
-  const digest = `sha256:${createHash('sha256').update(canonicalJson(record)).digest('hex')}`;
+  const digest = approvalRecordFingerprint(record as Json);
   const expiresAt = Math.max(grantExpiry(record) ?? now, now) + IMPORT_RETENTION_MS;
   const standing = await ledger.importApproval({ tenant_id: tenantId, approval_id: String(request.id), digest, imported_at: now, expires_at: expiresAt });
   return standing.digest === digest ? 'imported' : 'conflict';

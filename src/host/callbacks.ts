@@ -73,7 +73,8 @@ export class ChunkDelivery {
       this.#report.undelivered++;
       return;
     }
-    const failure = await this.#post(this.#envelope(chunk));
+    const text = this.#envelope(chunk);
+    const failure = text === undefined ? 'the chunk has no form the reference types accept' : await this.#post(text);
     if (failure === undefined) {
       this.#report.delivered++;
       return;
@@ -82,7 +83,8 @@ export class ChunkDelivery {
     this.#report.undelivered++;
   };
 
-  #envelope(chunk: AipStreamChunk): string {
+  /** The signed envelope's text; undefined when the chunk cannot be signed (a value with no serde form). */
+  #envelope(chunk: AipStreamChunk): string | undefined {
     const envelope: Envelope = {
       aip_version: '1.0',
       message_type: 'aip.core.v1.stream_chunk',
@@ -93,7 +95,11 @@ export class ChunkDelivery {
       to: this.#recipient,
       security: { connector_callback: this.#route },
     };
-    return signEnvelope(envelope, this.#sink.key, this.#sink.signer).text;
+    try {
+      return signedText(envelope, this.#sink.key, this.#sink.signer);
+    } catch {
+      return undefined;
+    }
   }
 
   /** Undefined once the runtime accepted the bytes; else why the last attempt failed. */
@@ -126,6 +132,30 @@ export class ChunkDelivery {
       return { ok: false, retryable: true, reason: error instanceof Error ? error.name : 'transport failure' };
     }
   }
+}
+
+/**
+ * The signed text of an envelope. A provider's text may hold a lone surrogate, which has no UTF-8
+ * (and so no serde) form: such an envelope is signed again with each one replaced by U+FFFD, as
+ * a UTF-8 decoder would have read it, rather than losing the message. Throws when even that fails.
+ */
+export function signedText(envelope: Envelope, key: SigningKey, signer: Principal): string {
+  try {
+    return signEnvelope(envelope, key, signer).text;
+  } catch {
+    return signEnvelope(wellFormed(envelope) as Envelope, key, signer).text;
+  }
+}
+
+/** With the `u` flag a surrogate pair is one code point: this matches unpaired surrogates only. */
+const LONE_SURROGATES = /\p{Cs}/gu;
+const wellFormedText = (text: string) => text.replace(LONE_SURROGATES, '\ufffd');
+
+function wellFormed(value: unknown): unknown {
+  if (typeof value === 'string') return wellFormedText(value);
+  if (Array.isArray(value)) return value.map(wellFormed);
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(Object.entries(value).map(([key, item]) => [wellFormedText(key), wellFormed(item)]));
 }
 
 /** `StreamChunk` of the reference, in its field order. */

@@ -5,6 +5,7 @@
  */
 import type { Envelope, Principal } from './wire/envelope.js';
 import { canonicalJson } from './wire/json.js';
+import { reserialize } from './wire/reference-types.js';
 
 export type ErrorCategory = 'temporary' | 'permanent' | 'auth' | 'policy' | 'economic' | 'connector' | 'transport';
 
@@ -106,7 +107,7 @@ export interface PinnedRoute {
 }
 
 /** Checks the approval record against the action (an approval module supplies it). */
-export type ApprovalCheck = (record: unknown, action: Record<string, unknown>) => { ok: true } | { ok: false; reason: string };
+export type ApprovalCheck = (record: unknown, action: Record<string, unknown>) => { ok: true; record?: unknown } | { ok: false; reason: string };
 
 /** Checks 4–6e (403): recipient, the route's coordinates, then what the body must agree with. */
 export function checkRoute(envelope: Envelope, pinned: PinnedIdentity, checkApproval: ApprovalCheck): Refusal | PinnedRoute {
@@ -159,8 +160,9 @@ function checkRouteApproval(
   }
   if (record === undefined) return { refusal: routeMismatch(403, 'connector-host approved action is missing gateway authorization evidence') };
   const verdict = checkApproval(record, action);
-  if (!verdict.ok) return { refusal: routeMismatch(403, `connector-host approval authorization is not valid: ${verdict.reason}`) };
-  return { record: record as Record<string, unknown> };
+  if (!verdict.ok) return { refusal: routeMismatch(403, `connector-host ${verdict.reason}`) };
+  // The record as the reference types hold it: what is imported and turned into the grant.
+  return { record: (verdict.record ?? record) as Record<string, unknown> };
 }
 
 /** 6c/6d: a streaming action's callback is exactly the configured ingress with the route and our sender; no other action has one. */
@@ -215,19 +217,10 @@ function recipientMatches(recipient: Principal | undefined, host: Principal): bo
   );
 }
 
-const PRINCIPAL_FIELDS = ['id', 'kind', 'display_name', 'trust_domain', 'did', 'external_refs', 'delegated_authority', 'auth_context'];
-
-/** A principal as the reference type holds it (unknown fields, nulls and empty lists gone), for equality. */
-function typedPrincipal(value: unknown): Record<string, unknown> | undefined {
-  const principal = asObject(value);
-  if (principal === undefined) return undefined;
-  const typed: Record<string, unknown> = {};
-  for (const field of PRINCIPAL_FIELDS) {
-    const item = principal[field];
-    if (item === undefined || item === null || (Array.isArray(item) && item.length === 0)) continue;
-    typed[field] = item;
-  }
-  return typed;
+/** A principal as the reference type holds it (unknown fields, nulls and empty lists gone), for equality; undefined when it is none. */
+function typedPrincipal(value: unknown): unknown {
+  const typed = reserialize.principal(value);
+  return typed.ok ? typed.value : undefined;
 }
 
 /** serde_json `Value` equality: the same canonical form. */

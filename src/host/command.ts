@@ -14,8 +14,8 @@ import { HOST_HELP } from '../cli/help.js';
 import { redactText } from '../internal/secret.js';
 import type { RunLedger } from '../ledger/types.js';
 import type { HermesConnector } from '../types.js';
-import { createControlClient, LeaseKeeper, registrationPayload } from './lease.js';
-import { createMessageHandler, type CredentialVerdict } from './messages.js';
+import { type ControlPlane, createControlClient, LeaseKeeper, registrationPayload } from './lease.js';
+import { type CredentialVerdict, createMessageHandler, type MessageHandler } from './messages.js';
 import { HostStatus } from './metrics.js';
 import { createReadiness } from './readiness.js';
 import { createHostServer, type HostServer } from './server.js';
@@ -86,12 +86,18 @@ function checkEndpointTenants(config: LoadedConfig, settings: HostSettings): voi
   }
 }
 
+/** What the host serves and signs as: its principal, the bound manifest and its digest. */
+interface Identity {
+  readonly principal: Principal;
+  readonly manifest: Record<string, unknown> & { capabilities?: unknown[] };
+  readonly digest: string;
+}
+
 async function serve(settings: HostSettings, config: LoadedConfig, connector: HermesConnector, ledger: RunLedger, logger: Logger): Promise<number> {
-  const key = settings.signingKey;
   await ledgerOrFail(ledger, settings);
-  const principal = hostPrincipal(connector, settings, key);
-  const manifest = bindManifestToHost(connector.manifest(), principal) as { capabilities?: unknown[] };
-  const digest = manifestDigest(manifest);
+  const principal = hostPrincipal(connector, settings, settings.signingKey);
+  const manifest = bindManifestToHost(connector.manifest(), principal);
+  const identity: Identity = { principal, manifest, digest: manifestDigest(manifest) };
   const status = new HostStatus();
   const stop = new AbortController();
   const readiness = createReadiness({
@@ -101,31 +107,9 @@ async function serve(settings: HostSettings, config: LoadedConfig, connector: He
     timeoutMs: settings.limits.healthTimeoutMs,
     startedAtMs: Date.now(),
   });
-  const messages = createMessageHandler({
-    connector,
-    ledger,
-    key,
-    pinned: {
-      host: principal,
-      gateway: { id: settings.gatewayPrincipalId, kind: 'service', trust_domain: settings.trustDomain },
-      gatewayDid: settings.gatewayDid,
-      tenantId: settings.tenantId,
-      instanceId: settings.instanceId,
-      replicaId: settings.replicaId,
-      versionId: settings.versionId,
-      manifestDigest: digest,
-      callbackTarget: settings.callback?.url,
-    },
-    heartbeatMs: settings.limits.heartbeatMs,
-    maxInFlight: settings.limits.maxInFlight,
-    status,
-    authorizeCredential: async (revision) => credentialVerdict(settings, revision),
-    stopSignal: stop.signal,
-    logger,
-  });
   const server = createHostServer({
     status,
-    messages,
+    messages: messageHandler(settings, identity, { connector, ledger, status, stop, logger }),
     manifestText: wireJson(manifest),
     ready: () => readiness.report(),
     maxRequestBytes: settings.limits.maxRequestBytes,
@@ -135,38 +119,76 @@ async function serve(settings: HostSettings, config: LoadedConfig, connector: He
   const control = createControlClient({
     endpoint: settings.controlEndpoint,
     controlDid: settings.controlDid,
-    key,
+    key: settings.signingKey,
     timeoutMs: settings.limits.controlTimeoutMs,
     ...(settings.tlsCaPem === undefined ? {} : { tlsCaPem: settings.tlsCaPem }),
   });
-  const facts = {
-    principal: { id: principal.id, kind: principal.kind },
-    did: key.did,
-    manifestDigest: digest,
-    capabilityCount: manifest.capabilities?.length ?? 0,
-  };
-  const keeper = new LeaseKeeper({
-    control,
-    status,
-    replicaId: settings.replicaId,
-    heartbeatMs: settings.limits.heartbeatMs,
-    registration: () => registrationPayload(settings, facts, Date.now()),
-    probe: () => readiness.probe(),
-    logger,
-  });
+  const keeper = leaseKeeper(settings, identity, { control, status, probe: () => readiness.probe(), logger });
   const terminated = termination();
   await keeper.register();
   keeper.start();
-  logger.info(
-    { address: `${address.address.includes(':') ? `[${address.address}]` : address.address}:${address.port}`, did: key.did, manifest_digest: digest },
-    'AIP connector host listening',
-  );
+  const where = address.address.includes(':') ? `[${address.address}]` : address.address;
+  logger.info({ address: `${where}:${address.port}`, did: settings.signingKey.did, manifest_digest: identity.digest }, 'AIP connector host listening');
   await terminated;
   try {
     return await shutdown({ settings, status, keeper, server, stop, logger });
   } finally {
     await control.close();
   }
+}
+
+interface HandlerParts {
+  readonly connector: HermesConnector;
+  readonly ledger: RunLedger;
+  readonly status: HostStatus;
+  readonly stop: AbortController;
+  readonly logger: Logger;
+}
+
+/** The message path, pinned to this host's identity, route coordinates and limits. */
+function messageHandler(settings: HostSettings, identity: Identity, parts: HandlerParts): MessageHandler {
+  return createMessageHandler({
+    connector: parts.connector,
+    ledger: parts.ledger,
+    key: settings.signingKey,
+    pinned: {
+      host: identity.principal,
+      gateway: { id: settings.gatewayPrincipalId, kind: 'service', trust_domain: settings.trustDomain },
+      gatewayDid: settings.gatewayDid,
+      tenantId: settings.tenantId,
+      instanceId: settings.instanceId,
+      replicaId: settings.replicaId,
+      versionId: settings.versionId,
+      manifestDigest: identity.digest,
+      callbackTarget: settings.callback?.url,
+    },
+    heartbeatMs: settings.limits.heartbeatMs,
+    maxInFlight: settings.limits.maxInFlight,
+    status: parts.status,
+    authorizeCredential: async (revision) => credentialVerdict(settings, revision),
+    stopSignal: parts.stop.signal,
+    logger: parts.logger,
+  });
+}
+
+/** The lease keeper, registering what this host runs. */
+function leaseKeeper(
+  settings: HostSettings,
+  identity: Identity,
+  parts: { control: ControlPlane; status: HostStatus; probe: () => Promise<boolean>; logger: Logger },
+): LeaseKeeper {
+  const facts = {
+    principal: { id: identity.principal.id, kind: identity.principal.kind },
+    did: settings.signingKey.did,
+    manifestDigest: identity.digest,
+    capabilityCount: identity.manifest.capabilities?.length ?? 0,
+  };
+  return new LeaseKeeper({
+    ...parts,
+    replicaId: settings.replicaId,
+    heartbeatMs: settings.limits.heartbeatMs,
+    registration: () => registrationPayload(settings, facts, Date.now()),
+  });
 }
 
 /** The host's signing principal: the connector manifest's agent, in the configured trust domain, with the host's DID. */

@@ -196,7 +196,8 @@ export interface LeaseKeeperOptions {
  * Holds the lease: registers, heartbeats (the first jittered to 0.75–1.25 × the interval, then
  * every interval, a late tick skipped), re-registers once the lease has expired (the same request
  * id and payload after an `unavailable` failure, a fresh one after a rejection), and on shutdown
- * sends drain then offline, each fenced with the last granted sequence.
+ * sends drain then offline, each fenced with the last granted sequence. Readiness is probed after
+ * each beat, for the next one, so a slow Hermes health check never delays a renewal.
  */
 export class LeaseKeeper {
   readonly #options: LeaseKeeperOptions;
@@ -206,6 +207,8 @@ export class LeaseKeeper {
   #nextTickAt = 0;
   #tick: Promise<void> = Promise.resolve();
   #stopped = false;
+  /** Connector and storage readiness as last probed: what the next heartbeat reports. */
+  #ready = false;
 
   constructor(options: LeaseKeeperOptions) {
     this.#options = options;
@@ -214,7 +217,8 @@ export class LeaseKeeper {
 
   /** The first registration (after a readiness probe); false when it was not granted: the heartbeat loop keeps trying. */
   async register(): Promise<boolean> {
-    if (!(await this.#options.probe())) {
+    await this.#probe();
+    if (!this.#ready) {
       this.#options.logger.warn('connector or storage not ready: registration deferred to the next heartbeat tick');
       return false;
     }
@@ -271,13 +275,25 @@ export class LeaseKeeper {
   async #runTick(): Promise<void> {
     const { status } = this.#options;
     if (status.draining || this.#stopped) return;
-    const ready = await this.#options.probe();
     try {
+      const ready = this.#ready;
       if (status.leaseValid()) await this.#heartbeat(ready);
       else if (ready) await this.#recover();
     } catch (error) {
       status.count('heartbeat_failures_total');
       this.#options.logger.warn({ err: (error as Error).message }, 'control-plane heartbeat failed');
+    }
+    await this.#probe();
+  }
+
+  /** Probes readiness for the next tick; a probe that throws counts as not ready and as a failed tick. */
+  async #probe(): Promise<void> {
+    try {
+      this.#ready = await this.#options.probe();
+    } catch (error) {
+      this.#ready = false;
+      this.#options.status.count('heartbeat_failures_total');
+      this.#options.logger.warn({ err: (error as Error).message }, 'readiness probe failed');
     }
   }
 

@@ -11,15 +11,16 @@ import type { Logger } from 'pino';
 import type { RunLedger } from '../ledger/types.js';
 import type { AipAction, AipActionResult, HermesConnector } from '../types.js';
 import { approvalGrant, importApproval } from './approval.js';
-import { ChunkDelivery, type DeliveryReport } from './callbacks.js';
+import { ChunkDelivery, type DeliveryReport, signedText } from './callbacks.js';
 import { asObject, checkGateway, checkIdentityClaims, checkRoute, hostError, type PinnedIdentity, type PinnedRoute, type Refusal } from './checks.js';
 import { actionDeadline, cancelThroughConnector, connectorAction, type ExecutionBinding, executionContext, wireActionResult } from './execute.js';
-import { checkApprovalAuthorization, reserialize, validateEnvelopeSchema } from './envelope-decode.js';
 import { ReplayGuard } from './replay.js';
-import { type Envelope, signEnvelope, verifyEnvelopeText } from './wire/envelope.js';
+import { checkApprovalAuthorization } from './wire/approval.js';
+import type { Envelope } from './wire/envelope.js';
+import { checkEnvelope } from './wire/envelope-schema.js';
 import { messageId } from './wire/ids.js';
-import { type ParsedWire, parseWire, wireJson } from './wire/json.js';
-import type { SigningKey } from './wire/keys.js';
+import { canonicalJson, parseWire, withoutPaths, wireJson } from './wire/json.js';
+import { type SigningKey, verifyWithDid } from './wire/keys.js';
 import { parseRfc3339, rfc3339 } from './wire/time.js';
 
 /** What the handler reads and keeps current of the host's state (host-life's HostStatus is one). */
@@ -77,6 +78,8 @@ const TEXT_TYPE = 'text/plain; charset=utf-8';
 interface RunningAction {
   action: AipAction;
   controller: AbortController;
+  /** Resolves once the connector returned for it (never rejects). */
+  settled: Promise<unknown>;
 }
 
 export function createMessageHandler(deps: MessageHandlerDeps): MessageHandler {
@@ -108,9 +111,9 @@ export function createMessageHandler(deps: MessageHandlerDeps): MessageHandler {
       ...(request.from === undefined ? {} : { to: request.from }),
     };
     try {
-      return { status: httpStatus, body: signEnvelope(response, deps.key, deps.pinned.host).text, contentType: JSON_TYPE };
+      return { status: httpStatus, body: signedText(response, deps.key, deps.pinned.host), contentType: JSON_TYPE };
     } catch (error) {
-      // A value with no serde form (a lone surrogate in a provider's output): the reference's own signing failure answer.
+      // An envelope the reference types refuse even so: the reference's own answer to a signing failure.
       logError('sign response')(error);
       return unsigned(500, 'connector_host.response_signing', 'the response could not be signed');
     }
@@ -123,7 +126,7 @@ export function createMessageHandler(deps: MessageHandlerDeps): MessageHandler {
 
   const execute = async (request: Envelope, action: Record<string, unknown>, pinnedRoute: PinnedRoute): Promise<MessageAnswer> => {
     const forwarded = connectorAction(action, deps.pinned.tenantId);
-    const entry: RunningAction = { action: forwarded, controller: new AbortController() };
+    const entry: RunningAction = { action: forwarded, controller: new AbortController(), settled: Promise.resolve() };
     running.set(forwarded.id, entry);
     const delivery = streamDelivery(request, action, pinnedRoute, entry.controller.signal);
     try {
@@ -133,7 +136,9 @@ export function createMessageHandler(deps: MessageHandlerDeps): MessageHandler {
         ...(pinnedRoute.approval === undefined ? {} : { approval: approvalGrant(pinnedRoute.approval, action) }),
         ...(delivery === undefined ? {} : { onChunk: delivery.deliver }),
       });
-      const result = await deps.connector.invoke(forwarded, context);
+      const invocation = deps.connector.invoke(forwarded, context);
+      entry.settled = invocation.catch(() => undefined);
+      const result = await invocation;
       return answerResult(request, wireActionResult(result, undeliveredNotes(delivery?.report, forwarded.id)));
     } finally {
       if (running.get(forwarded.id) === entry) running.delete(forwarded.id);
@@ -165,8 +170,10 @@ export function createMessageHandler(deps: MessageHandlerDeps): MessageHandler {
   const cancel = async (request: Envelope, cancelBody: Record<string, unknown>, pinnedRoute: PinnedRoute): Promise<MessageAnswer> => {
     const actionId = String(asObject(cancelBody.target)?.action);
     const known = running.get(actionId);
+    // Aborted, then awaited: a start that Hermes answered before the abort has its run in the ledger by now, so the stop finds it.
     known?.controller.abort();
-    const context = executionContext(binding, origin(request), { deadline: undefined, signal: withStop(new AbortController().signal, deps.stopSignal) });
+    await known?.settled;
+    const context = executionContext(binding, origin(request), { deadline: undefined, signal: deps.stopSignal ?? new AbortController().signal });
     const result: AipActionResult = await cancelThroughConnector(
       binding,
       known?.action,
@@ -235,15 +242,15 @@ export function createMessageHandler(deps: MessageHandlerDeps): MessageHandler {
     const parsed = parseWire(rawBody.toString('utf8'));
     if ('error' in parsed) return { status: 400, body: `Failed to parse the request body as JSON: ${parsed.error}`, contentType: TEXT_TYPE };
     status.count('requests_total');
-    const decoded = decode(parsed);
-    if ('answer' in decoded) {
+    const decoded = checkEnvelope(parsed.tree);
+    if (!decoded.ok) {
       status.count('rejected_total');
-      return decoded.answer;
+      return unsigned(400, decoded.code, decoded.message);
     }
-    const request = decoded.envelope;
-    const signer = checkGateway(request, (did) => verifyEnvelopeText(parsed, did), deps.pinned);
+    const request = decoded.envelope.value as unknown as Envelope;
+    const signer = checkGateway(request, (did) => signedBy(decoded.envelope.tree, did), deps.pinned);
     if (signer !== undefined) return refuse(request, signer);
-    const pinnedRoute = checkRoute(request, deps.pinned, (record, action) => checkApprovalAuthorization(record, action, deps.pinned.tenantId));
+    const pinnedRoute = checkRoute(request, deps.pinned, (record, action) => checkApprovalAuthorization(record, action, deps.pinned.tenantId, now()));
     if ('status' in pinnedRoute) return refuse(request, pinnedRoute);
     const isAction = request.body.action !== undefined;
     if (!isAction) return admitted(request, pinnedRoute, false);
@@ -275,13 +282,13 @@ export function createMessageHandler(deps: MessageHandlerDeps): MessageHandler {
   };
 }
 
-/** Steps 1 and 2: the envelope JSON Schema, then a typed decode; the request as the reference types hold it. */
-function decode(parsed: ParsedWire): { envelope: Envelope } | { answer: MessageAnswer } {
-  const schemaError = validateEnvelopeSchema(parsed.value);
-  if (schemaError !== undefined) return { answer: unsigned(400, 'schema.envelope.invalid', schemaError) };
-  const typed = reserialize.envelope(parsed.value);
-  if (!typed.ok) return { answer: unsigned(400, 'envelope.decode.invalid', typed.reason) };
-  return { envelope: typed.value as unknown as Envelope };
+/**
+ * `verify_native_envelope_signature`: Ed25519 by `did` over the canonical form of the typed
+ * re-serialisation without `security.signature` (the did is `security.did`, else `from.did`).
+ */
+function signedBy(tree: unknown, did: string): boolean {
+  const signature = (tree as { security?: { signature?: unknown } }).security?.signature;
+  return typeof signature === 'string' && verifyWithDid(did, canonicalJson(withoutPaths(tree, [['security', 'signature']])), signature);
 }
 
 /** The reference's `unsigned_input_error`: a plain error object, no envelope, no signature. */

@@ -28,7 +28,8 @@ export class ReplayGuard {
   /** Refuses a message outside the window or already claimed; otherwise claims it. A failing ledger rejects. */
   async admit(messageId: string, sentAt: number): Promise<ReplayVerdict> {
     const now = this.#now();
-    if (sentAt < now - REPLAY_WINDOW_MS || sentAt > now + MAX_FUTURE_SKEW_MS) {
+    // Written so that a sent_at that is not a time (NaN) is outside the window too.
+    if (!(sentAt >= now - REPLAY_WINDOW_MS && sentAt <= now + MAX_FUTURE_SKEW_MS)) {
       return { refused: `replayed message \`${messageId} outside accepted timestamp window\`` };
     }
     this.#purgeNow(now);

@@ -69,7 +69,8 @@ export function createHostServer(options: HostServerOptions): HostServer {
   const active = new Set<ServerResponse>();
   const server = createServer({
     headersTimeout: options.headersTimeoutMs ?? 10_000,
-    requestTimeout: 0,
+    // A backstop for bodies sent to routes that ignore them; message bodies have their own, shorter bound.
+    requestTimeout: 60_000,
     connectionsCheckingInterval: 1_000,
   });
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
@@ -86,7 +87,7 @@ export function createHostServer(options: HostServerOptions): HostServer {
   });
   return {
     server,
-    listen: (host, port) => listen(server, host, port),
+    listen: (host, port) => listen(server, host, port, options.logger),
     close: (graceMs) => close(server, active, graceMs),
   };
 }
@@ -185,13 +186,14 @@ function sendOnce(res: ServerResponse, status: number, contentType: string | und
   res.end(res.req.method === 'HEAD' ? undefined : body);
 }
 
-function listen(server: Server, host: string, port: number): Promise<AddressInfo> {
+function listen(server: Server, host: string, port: number, logger: Logger): Promise<AddressInfo> {
   return new Promise((resolve, reject) => {
     const onError = (error: Error): void => reject(error);
     server.once('error', onError);
     server.listen(port, host, () => {
       server.off('error', onError);
-      server.on('error', () => {});
+      // An accept failure (EMFILE...) must not end the process: the server keeps listening.
+      server.on('error', (error: NodeJS.ErrnoException) => logger.error({ err: error.code ?? error.message }, 'host server error'));
       resolve(server.address() as AddressInfo);
     });
   });

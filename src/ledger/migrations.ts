@@ -116,7 +116,7 @@ export const MIGRATIONS: readonly Migration[] = [
     ],
   },
   {
-    version: 5,
+    version: 6,
     // The AIP connector host's replay store: every replica on the database refuses a message id
     // another one accepted, and a restarted host still does, until the id's window closes. And the
     // approval records it imported: a different record under an imported approval id is a conflict.

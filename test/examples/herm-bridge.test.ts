@@ -1,5 +1,5 @@
 /**
- * The README's Herm bridge code is the example's code, and the example runs: a change to either
+ * docs/herm-bridge.md's code is the example's code, and the example runs: a change to either
  * that the other does not follow fails here.
  */
 import { execFile } from 'node:child_process';
@@ -12,20 +12,16 @@ const root = fileURLToPath(new URL('../../', import.meta.url));
 const EXAMPLE = `${root}examples/herm-bridge.ts`;
 const TSX = `${root}node_modules/.bin/tsx`;
 
-/** The ```ts blocks of one README section. */
-function codeBlocksOfSection(heading: string): string[] {
-  const readme = readFileSync(`${root}README.md`, 'utf8');
-  const start = readme.indexOf(`\n## ${heading}`);
-  expect(start, `README section "${heading}"`).toBeGreaterThanOrEqual(0);
-  const end = readme.indexOf('\n## ', start + 1);
-  const section = readme.slice(start, end < 0 ? undefined : end);
-  return [...section.matchAll(/```ts\n([\s\S]*?)```/g)].map((match) => match[1] as string);
+/** The ```ts blocks of docs/herm-bridge.md. */
+function guideCodeBlocks(): string[] {
+  const guide = readFileSync(`${root}docs/herm-bridge.md`, 'utf8');
+  return [...guide.matchAll(/```ts\n([\s\S]*?)```/g)].map((match) => match[1] as string);
 }
 
 describe('examples/herm-bridge.ts', () => {
-  it('holds every code block of the README "Herm bridge" section word for word', () => {
+  it('holds every code block of docs/herm-bridge.md word for word', () => {
     const example = readFileSync(EXAMPLE, 'utf8');
-    const blocks = codeBlocksOfSection('Herm bridge');
+    const blocks = guideCodeBlocks();
     expect(blocks.length).toBeGreaterThanOrEqual(2);
     for (const block of blocks) expect(example, block).toContain(block);
     // The call that once crashed hosts: a subscription whose failures go to onError, awaited at shutdown.

@@ -20,6 +20,7 @@ import {
   type HostUnderTest,
   type Ingress,
   resultOf,
+  roundTrips,
   routeFor,
   signed,
   startHost,
@@ -94,6 +95,7 @@ describe('delivered chunks', () => {
       const parsed = parseWire(text);
       expect('error' in parsed ? false : verifyEnvelopeText(parsed, hostKey.did)).toBe(true);
       expect(envelope.message_type).toBe('aip.core.v1.stream_chunk');
+      expect(roundTrips(text)).toBe(true);
       expect(envelope.to).toEqual(recipient());
       expect(envelope.from).toEqual({ ...hostPrincipal, did: hostKey.did });
       expect(envelope.security).toEqual({ connector_callback: request.route, did: hostKey.did, signature: expect.any(String) });
@@ -198,5 +200,29 @@ describe('a callback that does not match is refused before anything runs (403)',
     action.callback.metadata.connector_callback = route;
     const answer = await host.post(signed({ ...envelope, security: { connector_route: route } }));
     expect(answer.status).toBe(403);
+  });
+});
+
+describe('a chunk with no form the reference types accept', () => {
+  it('(a lone surrogate from the provider) is delivered and answered with U+FFFD in its place, as a UTF-8 reader would see it', async () => {
+    const broken = await startHost({
+      script: () => [{ type: 'delta', text: 'ok \ud800' }, { type: 'complete' }],
+      callbackTarget: ingress.target,
+    });
+    const id = actionId();
+    const started = await broken.post(
+      signed(actionEnvelope(broken, { id, capability_id: cap('run_start'), input: { body: { input: 'x' } }, idempotency_key: `k-${id}` })),
+    );
+    const runId = String((resultOf(started).output as Record<string, unknown>).run_id);
+    await expect.poll(() => broken.sim.run(runId)?.status).toBe('completed');
+    const request = streamingRequest(runId, {}, broken);
+    const answer = await broken.post(request.text);
+    expect(answer.status).toBe(200);
+    expect(resultOf(answer)).toMatchObject({ status: 'completed', output: { text: 'ok \ufffd' } });
+    expect(roundTrips(answer.body)).toBe(true);
+    const chunks = chunksOf(ingress.received, request.id);
+    expect(chunks.length).toBeGreaterThan(1);
+    expect(chunks.every(({ text }) => roundTrips(text))).toBe(true);
+    expect(chunks[0]?.text).toContain('\ufffd');
   });
 });

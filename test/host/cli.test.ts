@@ -5,15 +5,16 @@
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { expectOneErrorLine, finished, runCli, simulatorWithConfig, spawnCli, waitForOutput } from '../cli/helpers.js';
-import { type ControlStub, startControlStub } from './control-stub.js';
+import { manifestDigest } from '../../src/host/wire/manifest.js';
+import { expectOneErrorLine, runCli, simulatorWithConfig, tempDir } from '../cli/helpers.js';
+import { PG_URL } from '../helpers/ledgers.js';
+import { createPgSchemaOn, pgAdmin } from '../helpers/pg-schema.js';
 import { hostEnv, ownerOnly, prefixed } from './host-env.js';
+import { launchHost, waitUntil } from './host-process.js';
 
 const occupied: Server[] = [];
-const stubs: ControlStub[] = [];
 afterEach(async () => {
   await Promise.all(occupied.splice(0).map((server) => new Promise((resolve) => server.close(resolve))));
-  await Promise.all(stubs.splice(0).map((stub) => stub.close()));
 });
 
 /** A loopback port held open by the test, so that a host that tried to listen on it would fail with EADDRINUSE. */
@@ -22,14 +23,6 @@ async function occupiedPort(): Promise<number> {
   occupied.push(server);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return (server.address() as { port: number }).port;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 describe('hermes-aip host: settings', { timeout: 60_000 }, () => {
@@ -111,29 +104,39 @@ describe('hermes-aip host: settings', { timeout: 60_000 }, () => {
   });
 });
 
+describe('hermes-aip host: its PostgreSQL ledger', { timeout: 60_000 }, () => {
+  it('exits 1 when the database cannot be reached, without printing its URL', async () => {
+    const { configPath } = await simulatorWithConfig({}, { tenantId: 'tenant-acme' });
+    const env = hostEnv({ BIND: `127.0.0.1:${await occupiedPort()}` });
+    const urlFile = ownerOnly(env.folder, 'db.url', 'postgres://aip:s3cr3t-pa55@127.0.0.1:1/aip\n');
+    const run = await runCli(['host', '--config', configPath], { env: prefixed({ ...env.settings, DATABASE_URL_FILE: urlFile }) });
+    expect(run.code).toBe(1);
+    expectOneErrorLine(run.stderr, /^hermes-aip: cannot open the run ledger: /);
+    expect(run.stderr).not.toContain('s3cr3t');
+  });
+
+  it.skipIf(PG_URL === undefined)('serves from the PostgreSQL ledger of DATABASE_URL_FILE, before HERMES_LEDGER', async () => {
+    const schema = await createPgSchemaOn(PG_URL!, 'host_cli');
+    try {
+      const { configPath } = await simulatorWithConfig({}, { tenantId: 'tenant-acme' });
+      const folder = tempDir();
+      const { base, child, exit } = await launchHost(configPath, { DATABASE_URL_FILE: ownerOnly(folder, 'db.url', `${schema.connectionString}\n`) });
+      await waitUntil(async () => (await fetch(`${base}/ready`)).status === 200, 'readiness');
+      const tables = await pgAdmin(PG_URL!, `SELECT table_name FROM information_schema.tables WHERE table_schema = '${schema.name}'`);
+      expect(tables.length).toBeGreaterThan(0);
+      child.kill('SIGTERM');
+      expect((await exit).code).toBe(0);
+    } finally {
+      await schema.drop();
+    }
+  });
+});
+
 describe('hermes-aip host: lifecycle', { timeout: 60_000 }, () => {
   it('registers, serves ready, and on SIGTERM drains then goes offline and exits 0', async () => {
     const { configPath } = await simulatorWithConfig({}, { tenantId: 'tenant-acme' });
-    const env = hostEnv();
-    const stub = await startControlStub(env.did);
-    stubs.push(stub);
-    const port = await freePort();
-    const settings = {
-      ...env.settings,
-      BIND: `127.0.0.1:${port}`,
-      PUBLIC_ENDPOINT: `http://127.0.0.1:${port}/aip/v1/messages`,
-      CONTROL_ENDPOINT: stub.url,
-      CONTROL_DID: stub.did,
-      HEARTBEAT_MS: '200',
-      DRAIN_TIMEOUT_MS: '2000',
-    };
-    const child = spawnCli(['host', '--config', configPath], { env: { ...prefixed(settings), HERMES_LEDGER: `sqlite:${join(env.folder, 'ledger.sqlite')}` } });
-    const exit = finished(child, ['host'], 30_000);
-    const startLine = (await waitForOutput(child.stderr, 'AIP connector host listening'))
-      .split('\n')
-      .find((line) => line.includes('AIP connector host listening'))!;
-    expect(JSON.parse(startLine)).toMatchObject({ msg: 'AIP connector host listening', address: `127.0.0.1:${port}`, did: env.did });
-    const base = `http://127.0.0.1:${port}`;
+    const { base, port, env, stub, child, exit, startLine } = await launchHost(configPath, { DRAIN_TIMEOUT_MS: '2000' });
+    expect(startLine).toMatchObject({ msg: 'AIP connector host listening', address: `127.0.0.1:${port}`, did: env.did });
 
     const ready = await fetch(`${base}/ready`);
     const readyBody = (await ready.json()) as Record<string, any>;
@@ -149,13 +152,13 @@ describe('hermes-aip host: lifecycle', { timeout: 60_000 }, () => {
     const [register] = stub.records.filter((record) => record.operation === 'register');
     expect(register?.verified).toBe(true);
     expect(register!.payload['capability_count']).toBe(manifest.capabilities.length);
-    expect(register!.payload['manifest_digest']).toMatch(/^sha256:[0-9a-f]{64}$/);
+    expect(register!.payload['manifest_digest']).toBe(manifestDigest(manifest));
 
-    await waitUntil(() => stub.records.some((record) => record.operation === 'heartbeat'));
+    await waitUntil(() => stub.records.some((record) => record.operation === 'heartbeat'), 'a heartbeat');
     let releaseDrain = (): void => {};
     stub.hold = (record) => (record.operation === 'drain' ? new Promise<void>((resolve) => (releaseDrain = resolve)) : undefined);
     child.kill('SIGTERM');
-    await waitUntil(() => stub.records.some((record) => record.operation === 'drain'));
+    await waitUntil(() => stub.records.some((record) => record.operation === 'drain'), 'the drain');
     const draining = await fetch(`${base}/ready`);
     expect(draining.status).toBe(503);
     expect(await draining.json()).toMatchObject({ status: 'not_ready', draining: true });
@@ -176,31 +179,17 @@ describe('hermes-aip host: lifecycle', { timeout: 60_000 }, () => {
 
   it('starts not ready when the control plane is down, and registers once it answers', async () => {
     const { configPath } = await simulatorWithConfig({}, { tenantId: 'tenant-acme' });
-    const env = hostEnv();
-    const stub = await startControlStub(env.did);
-    stubs.push(stub);
-    stub.answer = () => 'drop';
-    const port = await freePort();
-    const settings = { ...env.settings, BIND: `127.0.0.1:${port}`, CONTROL_ENDPOINT: stub.url, CONTROL_DID: stub.did, HEARTBEAT_MS: '200' };
-    const child = spawnCli(['host', '--config', configPath], { env: { ...prefixed(settings), HERMES_LEDGER: `sqlite:${join(env.folder, 'ledger.sqlite')}` } });
-    await waitForOutput(child.stderr, 'AIP connector host listening');
-    const base = `http://127.0.0.1:${port}`;
+    const { base, stub, child, exit } = await launchHost(configPath, {}, (control) => {
+      control.answer = () => 'drop';
+    });
     expect((await fetch(`${base}/ready`)).status).toBe(503);
     expect((await fetch(`${base}/health`)).status).toBe(200);
     stub.answer = () => 'grant';
-    await waitUntil(async () => (await fetch(`${base}/ready`)).status === 200);
+    await waitUntil(async () => (await fetch(`${base}/ready`)).status === 200, 'readiness');
     const metrics = await (await fetch(`${base}/metrics`)).text();
     expect(metrics).toContain('aip_connector_host_ready 1\n');
     expect(metrics).toMatch(/aip_connector_host_lease_recoveries_total 1\n/);
     child.kill('SIGTERM');
-    expect((await finished(child, ['host'], 30_000)).code).toBe(0);
+    expect((await exit).code).toBe(0);
   });
 });
-
-async function waitUntil(condition: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error('condition not reached');
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}

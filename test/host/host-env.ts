@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach } from 'vitest';
-import { signingKeyFromSeed } from '../../src/host/wire/keys.js';
+import { type SigningKey, signingKeyFromSeed } from '../../src/host/wire/keys.js';
 
 const folders: string[] = [];
 afterEach(() => {
@@ -28,6 +28,8 @@ export interface HostEnv {
   readonly seedHex: string;
   readonly did: string;
   readonly gatewayDid: string;
+  /** The gateway's key: it signs the actions a test sends. */
+  readonly gatewayKey: SigningKey;
   /** The variables, without the AIP_CONNECTOR_HOST_ prefix. */
   readonly settings: Record<string, string>;
 }
@@ -35,13 +37,15 @@ export interface HostEnv {
 export function hostEnv(overrides: Record<string, string> = {}): HostEnv {
   const folder = hostFolder();
   const seedHex = randomBytes(32).toString('hex');
-  const gatewayDid = signingKeyFromSeed(randomBytes(32)).did;
+  const gatewayKey = signingKeyFromSeed(randomBytes(32));
+  const gatewayDid = gatewayKey.did;
   const controlDid = signingKeyFromSeed(randomBytes(32)).did;
   return {
     folder,
     seedHex,
     did: signingKeyFromSeed(Buffer.from(seedHex, 'hex')).did,
     gatewayDid,
+    gatewayKey,
     settings: {
       BIND: '127.0.0.1:0',
       PUBLIC_ENDPOINT: 'http://127.0.0.1:8081/aip/v1/messages',

@@ -9,6 +9,7 @@ import { signingKeyFromSeed } from '../../src/host/wire/keys.js';
 import { fromTimeArray } from '../../src/host/wire/time.js';
 import { type ControlStub, startControlStub } from './control-stub.js';
 import { hostEnv, prefixed } from './host-env.js';
+import { waitUntil } from './host-process.js';
 
 const HEARTBEAT_MS = 100;
 const cleanups: Array<() => Promise<void>> = [];
@@ -16,21 +17,12 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-/** Polls `condition` (every 10 ms) until it holds; fails the test after `timeoutMs`. Never a timing assertion. */
-async function until(condition: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
 interface Rig {
   stub: ControlStub;
   status: HostStatus;
   keeper: LeaseKeeper;
   did: string;
-  ready: { value: boolean; probes: number };
+  ready: { value: boolean; probes: number; throws: boolean };
 }
 
 async function rig(options: { leaseTtlMs?: number; random?: number } = {}): Promise<Rig> {
@@ -43,7 +35,7 @@ async function rig(options: { leaseTtlMs?: number; random?: number } = {}): Prom
   const control = createControlClient({ endpoint: stub.url, controlDid: stub.did, key, timeoutMs: 2_000 });
   cleanups.push(() => control.close());
   const status = new HostStatus();
-  const ready = { value: true, probes: 0 };
+  const ready = { value: true, probes: 0, throws: false };
   const keeper = new LeaseKeeper({
     control,
     status,
@@ -57,6 +49,7 @@ async function rig(options: { leaseTtlMs?: number; random?: number } = {}): Prom
       ),
     probe: async () => {
       ready.probes += 1;
+      if (ready.throws) throw new Error('probe failed');
       status.connectorReady = ready.value;
       return ready.value;
     },
@@ -138,7 +131,7 @@ describe('heartbeats', () => {
     await keeper.register();
     status.inFlight = 3;
     keeper.start();
-    await until(() => ofOperation(stub, 'heartbeat').length >= 3, 'three heartbeats');
+    await waitUntil(() => ofOperation(stub, 'heartbeat').length >= 3, 'three heartbeats');
     await keeper.stop();
     const [register] = ofOperation(stub, 'register');
     const heartbeats = ofOperation(stub, 'heartbeat');
@@ -154,10 +147,10 @@ describe('heartbeats', () => {
     await keeper.register();
     keeper.start();
     stub.answer = (record) => (record.operation === 'register' || record.operation === 'heartbeat' ? 'reject' : 'grant');
-    await until(() => !status.leaseValid(), 'the lease to expire');
-    await until(() => ofOperation(stub, 'register').length >= 3, 'two refused recoveries');
+    await waitUntil(() => !status.leaseValid(), 'the lease to expire');
+    await waitUntil(() => ofOperation(stub, 'register').length >= 3, 'two refused recoveries');
     stub.answer = () => 'grant';
-    await until(() => status.leaseValid(), 'the lease to come back');
+    await waitUntil(() => status.leaseValid(), 'the lease to come back');
     expect(status.counter('lease_recoveries_total')).toBe(1);
     expect(status.counter('lease_recovery_attempts_total')).toBeGreaterThanOrEqual(3);
     expect(status.counter('heartbeat_failures_total')).toBeGreaterThanOrEqual(2);
@@ -174,7 +167,7 @@ describe('heartbeats', () => {
     expect(await keeper.register()).toBe(false);
     expect(ofOperation(stub, 'register')).toHaveLength(2);
     keeper.start();
-    await until(() => status.leaseValid(), 'the lease');
+    await waitUntil(() => status.leaseValid(), 'the lease');
     const registers = ofOperation(stub, 'register');
     expect(registers.length).toBeGreaterThanOrEqual(4);
     expect(new Set(registers.map((record) => record.requestId)).size).toBe(1);
@@ -187,15 +180,29 @@ describe('heartbeats', () => {
     ready.value = false;
     stub.answer = (record) => (record.operation === 'heartbeat' ? 'expired-lease' : 'grant');
     keeper.start();
-    await until(() => ofOperation(stub, 'heartbeat').some((record) => record.payload['connector_ready'] === false), 'a not-ready heartbeat');
-    await until(() => !status.leaseValid(), 'the lease to lapse');
+    await waitUntil(() => !status.leaseValid(), 'the lease to lapse');
     const probesBefore = ready.probes;
-    await until(() => ready.probes >= probesBefore + 3, 'three more ticks');
+    await waitUntil(() => ready.probes >= probesBefore + 3, 'three more ticks');
     expect(ofOperation(stub, 'register')).toHaveLength(1);
     expect(status.counter('lease_recovery_attempts_total')).toBe(0);
     ready.value = true;
-    await until(() => status.leaseValid(), 'the lease after readiness returns');
+    await waitUntil(() => status.leaseValid(), 'the lease after readiness returns');
     expect(ofOperation(stub, 'register')).toHaveLength(2);
+  });
+  it('keeps ticking when a readiness probe throws', async () => {
+    const { stub, status, keeper, ready } = await rig();
+    await keeper.register();
+    ready.throws = true;
+    keeper.start();
+    await waitUntil(() => status.counter('heartbeat_failures_total') >= 2, 'two failed ticks');
+    expect(ofOperation(stub, 'heartbeat').every((record) => record.payload['connector_ready'] === false || record === ofOperation(stub, 'heartbeat')[0])).toBe(
+      true,
+    );
+    ready.throws = false;
+    await waitUntil(
+      () => ofOperation(stub, 'heartbeat').some((record, index) => index > 0 && record.payload['connector_ready'] === true),
+      'a ready heartbeat after the probe recovers',
+    );
   });
 });
 
@@ -208,7 +215,7 @@ describe('a misbehaving control plane', () => {
       expect(status.leaseValid()).toBe(false);
       expect(status.ready()).toBe(false);
       keeper.start();
-      await until(() => status.counter('lease_recovery_attempts_total') >= 2, 'two recovery attempts');
+      await waitUntil(() => status.counter('lease_recovery_attempts_total') >= 2, 'two recovery attempts');
       expect(status.leaseValid()).toBe(false);
       const ids = new Set(ofOperation(stub, 'register').map((record) => record.requestId));
       // An untrusted answer is a refusal (fresh request id next time); garbage or a retryable refusal is not.
@@ -230,7 +237,7 @@ describe('drain and offline', () => {
     const { stub, status, keeper } = await rig();
     await keeper.register();
     keeper.start();
-    await until(() => ofOperation(stub, 'heartbeat').length >= 1, 'a heartbeat');
+    await waitUntil(() => ofOperation(stub, 'heartbeat').length >= 1, 'a heartbeat');
     status.draining = true;
     await keeper.drain();
     const heartbeats = ofOperation(stub, 'heartbeat');

@@ -7,12 +7,14 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { RunStep } from 'aip-connector-hermes-agent/simulator';
-import { wireJson } from '../../src/host/wire/json.js';
-import { timeArray, rfc3339 } from '../../src/host/wire/time.js';
+import { parseWire, wireJson } from '../../src/host/wire/json.js';
+import { reserialize } from '../../src/host/wire/reference-types.js';
+import { rfc3339 } from '../../src/host/wire/time.js';
 import { DURABLE_BACKENDS } from '../helpers/ledgers.js';
 import {
   actionEnvelope,
   actionId,
+  approvalFor,
   API_KEY,
   cap,
   errorOf,
@@ -20,6 +22,7 @@ import {
   type HostUnderTest,
   peerResponseProblem,
   resultOf,
+  roundTrips,
   routeFor,
   sentEnvelope,
   signed,
@@ -81,7 +84,15 @@ describe('a completed action', () => {
     expect(resultOf(answer)).toMatchObject({ status: 'completed', output: { run_id: runId } });
   });
 
-  it('the answer is the reference ActionResult: its field order, no receipt, no empty message list, no null', async () => {
+  it('the answer is the reference ActionResult: a fixed point of its re-serialisation, no receipt, no empty message list, no null', async () => {
+    const runId = await startRun(host);
+    for (const input of [{ run_id: 'run_gone' }, { run_id: runId }]) {
+      const answer = await host.post(signed(actionEnvelope(host, { id: actionId(), capability_id: cap('run_status'), input })));
+      const result = resultOf(answer);
+      const typed = reserialize.actionResult(parseResult(answer.body));
+      expect(typed.ok && wireJson(typed.tree)).toBe(wireJson(result));
+      expect(roundTrips(answer.body)).toBe(true);
+    }
     const answer = await host.post(signed(actionEnvelope(host, { id: actionId(), capability_id: cap('run_status'), input: { run_id: 'run_gone' } })));
     const result = resultOf(answer);
     expect(Object.keys(result)).toEqual(['action_id', 'status', 'error']);
@@ -103,69 +114,6 @@ describe('a connector failure is a 200 failed action_result, not a 502', () => {
     });
   });
 });
-
-/** An ApprovalRecord as the reference gateway pins it: approved by one principal, replayable from its decisions. */
-function approvalFor(action: Record<string, unknown>, options: { approvalId?: string; policyHash?: string; tenant?: string; reason?: string } = {}) {
-  const now = Date.now();
-  const approvalId = options.approvalId ?? `appr_${actionId().slice(4)}`;
-  const policyHash = options.policyHash ?? 'a'.repeat(64);
-  const decision = {
-    approval_id: approvalId,
-    decision: 'approved',
-    approver: { id: 'human:approver', kind: 'human' },
-    decided_at: rfc3339(now),
-    reason: options.reason ?? 'approved for the host test',
-    decision_id: `decision:${approvalId}`,
-    policy_hash: policyHash,
-  };
-  const selector = { type: 'principal', id: 'human:approver' };
-  const record = {
-    request: {
-      id: approvalId,
-      action_id: action.id,
-      capability_id: action.capability_id,
-      requester: { ...gatewayPrincipal },
-      subject: { ...gatewayPrincipal },
-      approver_selector: selector,
-      reason: 'host approval test',
-      expires_at: rfc3339(now + 60_000),
-      policy_decision_id: `policy:${String(action.id)}`,
-      identity: { tenant: { id: options.tenant ?? TENANT } },
-      policy_snapshot: {
-        required: true,
-        reason: 'host approval test',
-        approver_selector: selector,
-        ttl_ms: 60_000,
-        minimum_distinct_principals: 1,
-        separation_of_duties: { requester_must_differ: false, operator_must_differ: false, allow_self_approval: false },
-      },
-      policy_hash: policyHash,
-    },
-    status: 'approved',
-    decision,
-    decisions: [
-      {
-        decision,
-        authority: {
-          principal_id: 'human:approver',
-          tenant_id: TENANT,
-          roles: [],
-          groups: [],
-          tenant_policies: [],
-          external_systems: [],
-          delegated_scopes: [],
-          revision: 1,
-          revoked: false,
-        },
-        evidence_hash: 'b'.repeat(64),
-        recorded_at: timeArray(now),
-      },
-    ],
-    created_at: timeArray(now),
-    updated_at: timeArray(now),
-  };
-  return { record, decision };
-}
 
 function approvedAction(target: HostUnderTest, input: Record<string, unknown>, approval?: ReturnType<typeof approvalFor>, id = actionId()) {
   const action: Record<string, unknown> = { id, capability_id: cap('run_approval'), input, idempotency_key: `k-${id}` };
@@ -229,6 +177,13 @@ describe('approval: the route’s record becomes the connector’s grant', () =>
     expect(errorOf(answer)).toMatchObject({ code: 'connector_host.route_mismatch', message: 'connector-host route carries unused approval authorization' });
   });
 });
+
+/** The action_result of an answer as parsed text (number lexemes kept), for the reference type. */
+function parseResult(text: string): unknown {
+  const parsed = parseWire(text);
+  if ('error' in parsed) throw new Error(parsed.error);
+  return ((parsed.tree as Record<string, unknown>).body as Record<string, unknown>).action_result;
+}
 
 function routeOf(approved: { text: string }): Record<string, unknown> {
   return (sentEnvelope(approved.text).security as { connector_route: Record<string, unknown> }).connector_route;

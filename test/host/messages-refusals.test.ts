@@ -51,9 +51,9 @@ describe('400: schema and decode, unsigned', () => {
     expect(answer.json.error).toEqual({ code: 'schema.envelope.invalid', message: expect.any(String), category: 'permanent', retryable: false });
   });
 
-  it('an envelope that is schema-valid but does not decode (bad message id) → 400 envelope.decode.invalid, unsigned', async () => {
-    const envelope = actionEnvelope(host, statusAction());
-    const answer = await host.post(signed({ ...envelope, message_id: 'msg_not-hex' }));
+  it('an envelope that is schema-valid but does not decode (sent_at not RFC 3339) → 400 envelope.decode.invalid, unsigned', async () => {
+    const text = signed(actionEnvelope(host, statusAction()));
+    const answer = await host.post(text.replace(/"sent_at":"[^"]*"/, '"sent_at":"yesterday"'));
     expect(answer.status).toBe(400);
     expect(answer.json).toEqual({ error: { code: 'envelope.decode.invalid', message: expect.any(String), category: 'permanent', retryable: false } });
   });

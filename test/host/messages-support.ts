@@ -13,9 +13,10 @@ import { HostStatus } from '../../src/host/metrics.js';
 import type { PinnedIdentity } from '../../src/host/checks.js';
 import { type Envelope, type Principal, signEnvelope, verifyEnvelopeText } from '../../src/host/wire/envelope.js';
 import { correlationId, messageId } from '../../src/host/wire/ids.js';
-import { parseWire } from '../../src/host/wire/json.js';
+import { parseWire, wireJson } from '../../src/host/wire/json.js';
+import { reserialize } from '../../src/host/wire/reference-types.js';
 import { type SigningKey, signingKeyFromSeed } from '../../src/host/wire/keys.js';
-import { rfc3339 } from '../../src/host/wire/time.js';
+import { rfc3339, timeArray } from '../../src/host/wire/time.js';
 import { DURABLE_BACKENDS } from '../helpers/ledgers.js';
 
 export const API_KEY = 'sim-key-for-host-messages';
@@ -208,6 +209,7 @@ export function peerResponseProblem(answer: Answer, request: Envelope): string |
   const parsed = parseWire(answer.body);
   if ('error' in parsed) return 'not JSON';
   if (!verifyEnvelopeText(parsed, hostKey.did)) return 'signature';
+  if (!roundTrips(answer.body)) return 'not a fixed point of the reference types';
   const response = answer.envelope;
   if (response.from?.id !== hostPrincipal.id || response.from?.kind !== hostPrincipal.kind || response.from?.did !== hostKey.did) return 'from';
   if (response.from?.trust_domain !== hostPrincipal.trust_domain) return 'from.trust_domain';
@@ -218,6 +220,14 @@ export function peerResponseProblem(answer: Answer, request: Envelope): string |
   if (response.message_id === request.message_id || !/^msg_[0-9a-f]{32}$/.test(response.message_id)) return 'message_id';
   if (Math.abs(Date.parse(response.sent_at) - Date.now()) > 5 * 60_000) return 'sent_at';
   return undefined;
+}
+
+/** `response_roundtrips_reference_serde`: the text equals its re-serialisation through the reference Envelope type. */
+export function roundTrips(text: string): boolean {
+  const parsed = parseWire(text);
+  if ('error' in parsed) return false;
+  const typed = reserialize.envelope(parsed.tree);
+  return typed.ok && wireJson(typed.tree) === text;
 }
 
 /** The protocol error of a signed error answer. */
@@ -232,4 +242,67 @@ export function resultOf(answer: Answer): Record<string, unknown> {
 /** A request that went through gateway signing, parsed back: what the runtime sent. */
 export function sentEnvelope(text: string): Envelope {
   return JSON.parse(text) as Envelope;
+}
+
+/** An ApprovalRecord as the reference gateway pins it: approved by one principal, replayable from its decisions. */
+export function approvalFor(action: Record<string, unknown>, options: { approvalId?: string; policyHash?: string; tenant?: string; reason?: string } = {}) {
+  const now = Date.now();
+  const approvalId = options.approvalId ?? `appr_${actionId().slice(4)}`;
+  const policyHash = options.policyHash ?? 'a'.repeat(64);
+  const decision = {
+    approval_id: approvalId,
+    decision: 'approved',
+    approver: { id: 'human:approver', kind: 'human' },
+    decided_at: rfc3339(now),
+    reason: options.reason ?? 'approved for the host test',
+    decision_id: `decision:${approvalId}`,
+    policy_hash: policyHash,
+  };
+  const selector = { type: 'principal', id: 'human:approver' };
+  const record = {
+    request: {
+      id: approvalId,
+      action_id: action.id,
+      capability_id: action.capability_id,
+      requester: { ...gatewayPrincipal },
+      subject: { ...gatewayPrincipal },
+      approver_selector: selector,
+      reason: 'host approval test',
+      expires_at: rfc3339(now + 60_000),
+      policy_decision_id: `policy:${String(action.id)}`,
+      identity: { tenant: { id: options.tenant ?? TENANT } },
+      policy_snapshot: {
+        required: true,
+        reason: 'host approval test',
+        approver_selector: selector,
+        ttl_ms: 60_000,
+        minimum_distinct_principals: 1,
+        separation_of_duties: { requester_must_differ: false, operator_must_differ: false, allow_self_approval: false },
+      },
+      policy_hash: policyHash,
+    },
+    status: 'approved',
+    decision,
+    decisions: [
+      {
+        decision,
+        authority: {
+          principal_id: 'human:approver',
+          tenant_id: TENANT,
+          roles: [],
+          groups: [],
+          tenant_policies: [],
+          external_systems: [],
+          delegated_scopes: [],
+          revision: 1,
+          revoked: false,
+        },
+        evidence_hash: 'b'.repeat(64),
+        recorded_at: timeArray(now),
+      },
+    ],
+    created_at: timeArray(now),
+    updated_at: timeArray(now),
+  };
+  return { record, decision };
 }

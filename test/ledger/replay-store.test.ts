@@ -1,7 +1,7 @@
 /**
  * The connector host's replay store in the run ledger (claimMessage, purged by purgeExpired):
  * the same cases on every backend, concurrent claims from two replicas over one store, a
- * restart, and the v4 → v5 upgrade of existing SQL ledgers.
+ * restart, and the upgrade of existing SQL ledgers (from v4).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

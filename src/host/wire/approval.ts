@@ -88,24 +88,16 @@ function authorityMatchesRule(rule: Obj, authority: Authority, request: Request,
   }
 }
 
-/** `authority_matches_selector`: the request's `approver_selector` when the policy has no rule. */
+/**
+ * `authority_matches_selector`: the request's `approver_selector` when the policy has no rule. Its principal, role,
+ * group and external-system variants match exactly as the same-named rules do; `tenant_policy` (no id) matches any
+ * tenant policy, or an authority of the request's tenant.
+ */
 function authorityMatchesSelector(selector: Obj, authority: Authority, request: Request): boolean {
-  switch (selector['type']) {
-    case 'principal':
-      return authority.principal_id === selector['id'];
-    case 'role':
-      return authority.roles.includes(selector['name'] as string);
-    case 'group':
-      return authority.groups.includes(selector['name'] as string);
-    case 'tenant_policy': {
-      const tenant = request.identity?.tenant?.id;
-      return authority.tenant_policies.length > 0 || (tenant !== undefined && authority.tenant_id === tenant);
-    }
-    case 'external_system':
-      return authority.external_systems.includes(selector['system'] as string);
-    default:
-      return false;
-  }
+  const { type, ...fields } = selector;
+  if (type !== 'tenant_policy') return type !== 'delegated_authority' && authorityMatchesRule({ operator: type ?? null, ...fields }, authority, request, 0);
+  const tenant = request.identity?.tenant?.id;
+  return authority.tenant_policies.length > 0 || (tenant !== undefined && authority.tenant_id === tenant);
 }
 
 type MatchSet = ReadonlySet<number>;

@@ -93,34 +93,55 @@ export function signControlRequest(request: object, key: SigningKey): { body: { 
   return { body: { request: typed.value as object, signature }, text: wireJson({ request: typed.tree, signature }) };
 }
 
-/** The reference host's `validate_control_window`: issued at most 5 s ahead, not expired, lifetime at most 30 s. */
-function controlWindowProblem(response: ControlResponse, nowMs: number): string | undefined {
-  const issued = parseRfc3339(response.issued_at) as number;
-  const expires = parseRfc3339(response.expires_at) as number;
+/** The reference's `validate_control_window` (both directions): issued at most 5 s ahead, not expired, lifetime at most 30 s. */
+function controlWindowProblem(message: { issued_at: string; expires_at: string }, nowMs: number): string | undefined {
+  const issued = parseRfc3339(message.issued_at) as number;
+  const expires = parseRfc3339(message.expires_at) as number;
   if (issued > nowMs + CONTROL_CLOCK_SKEW_MS || expires <= nowMs || expires <= issued) return 'expired or outside the accepted clock skew';
   return expires - issued > CONTROL_REQUEST_LIFETIME_MS ? 'lifetime exceeds 30 s' : undefined;
 }
 
 const CONTROL_CLOCK_SKEW_MS = 5_000;
 
-export type ControlResponseCheck = { ok: true; response: ControlResponse } | { ok: false; reason: string };
+type SignedMessage = { request_id: string; issued_at: string; expires_at: string; signer_did: string };
+export type ControlCheck<T> = { ok: true; message: T } | { ok: false; reason: string };
 
 /**
- * A control-plane answer checked as the reference host checks it: decodes as the reference type, `signer_did` is the
- * pinned control DID, the signature verifies over the canonical re-serialised `response`; with `expect`, also the
- * request id and the time window.
+ * A signed control message (`{request|response, signature}`) checked as the reference checks one: it decodes as the
+ * reference type, `signer_did` is `expectedDid`, the signature verifies over the canonical re-serialised inner
+ * message; with `expect`, also the request id and the time window.
  */
-export function verifyControlResponse(text: string, controlDid: string, expect?: { requestId?: string; nowMs?: number }): ControlResponseCheck {
+function verifyControlMessage<T extends SignedMessage>(
+  text: string,
+  member: 'request' | 'response',
+  expectedDid: string,
+  expect: { requestId?: string; nowMs?: number } = {},
+): ControlCheck<T> {
   const parsed = parseWire(text);
   if ('error' in parsed) return { ok: false, reason: `not JSON: ${parsed.error}` };
-  const typed = reserialize.signedControlResponse(parsed.tree);
+  const typed = member === 'request' ? reserialize.signedControlRequest(parsed.tree) : reserialize.signedControlResponse(parsed.tree);
   if (!typed.ok) return { ok: false, reason: typed.reason };
-  const { response: tree, signature } = typed.tree as { response: unknown; signature: string };
-  const response = (typed.value as unknown as { response: ControlResponse }).response;
-  if (expect?.requestId !== undefined && response.request_id !== expect.requestId) return { ok: false, reason: 'answers another request id' };
-  if (response.signer_did !== controlDid) return { ok: false, reason: 'signed by another DID than the control plane' };
-  const windowProblem = expect?.nowMs === undefined ? undefined : controlWindowProblem(response, expect.nowMs);
+  const tree = (typed.tree as Record<string, unknown>)[member];
+  const signature = (typed.tree as { signature: string }).signature;
+  const message = (typed.value as Record<string, unknown>)[member] as unknown as T;
+  if (expect.requestId !== undefined && message.request_id !== expect.requestId) return { ok: false, reason: 'answers another request id' };
+  if (message.signer_did !== expectedDid)
+    return { ok: false, reason: `signed by another DID than ${member === 'response' ? 'the control plane' : 'the replica'}` };
+  const windowProblem = expect.nowMs === undefined ? undefined : controlWindowProblem(message, expect.nowMs);
   if (windowProblem !== undefined) return { ok: false, reason: windowProblem };
-  if (!verifyWithDid(controlDid, canonicalJson(tree), signature)) return { ok: false, reason: 'signature does not verify' };
-  return { ok: true, response };
+  if (!verifyWithDid(expectedDid, canonicalJson(tree), signature)) return { ok: false, reason: 'signature does not verify' };
+  return { ok: true, message };
+}
+
+export type ControlResponseCheck = { ok: true; response: ControlResponse } | { ok: false; reason: string };
+
+/** A control-plane answer checked as the reference host checks it (`send_signed_body`): signed by the pinned control DID. */
+export function verifyControlResponse(text: string, controlDid: string, expect?: { requestId?: string; nowMs?: number }): ControlResponseCheck {
+  const checked = verifyControlMessage<ControlResponse>(text, 'response', controlDid, expect);
+  return checked.ok ? { ok: true, response: checked.message } : checked;
+}
+
+/** A host's control request checked as the reference control plane checks it (`process_connector_host_control`): signed by the replica's DID. */
+export function verifyControlRequest(text: string, replicaDid: string, expect?: { nowMs?: number }): ControlCheck<ControlRequest> {
+  return verifyControlMessage<ControlRequest>(text, 'request', replicaDid, expect);
 }

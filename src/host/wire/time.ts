@@ -52,9 +52,12 @@ function parseParts(text: string): Rfc3339Parts | undefined {
   const offsetHours = Number(match[10] ?? 0);
   const offsetMinuteField = Number(match[11] ?? 0);
   if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month - 1)) return undefined;
-  if (hour > 23 || minute > 59 || second > 59 || offsetHours > 23 || offsetMinuteField > 59) return undefined;
+  if (hour > 23 || minute > 59 || second > 60 || offsetHours > 23 || offsetMinuteField > 59) return undefined;
   const offsetMinutes = (match[9] === '-' ? -1 : 1) * (offsetHours * 60 + offsetMinuteField);
-  return { year, month, day, hour, minute, second, nanosecond, offsetMinutes };
+  if (second < 60) return { year, month, day, hour, minute, second, nanosecond, offsetMinutes };
+  // The time crate reads a leap second only at 23:59:60 UTC, as the last nanosecond of 23:59:59.
+  const utcMinuteOfDay = (((hour * 60 + minute - offsetMinutes) % 1440) + 1440) % 1440;
+  return utcMinuteOfDay === 1439 ? { year, month, day, hour, minute, second: 59, nanosecond: 999_999_999, offsetMinutes } : undefined;
 }
 
 function partsToMs(parts: Rfc3339Parts): number {

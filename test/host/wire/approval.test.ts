@@ -119,6 +119,20 @@ describe('checkApprovalAuthorization', () => {
     });
   });
 
+  it('matches the request selector when the policy has no rule: role, and tenant policy by the approver’s tenant', () => {
+    const a = decision('decision:a', 'human:a');
+    const withSelector = (selector: object, roles: string[], tenant: string | null) => {
+      const record = recordWith([verified(a, 'human:a', roles)], a);
+      record.request.approver_selector = selector;
+      record.decisions[0].authority.tenant_id = tenant;
+      return check(record, { ...vectorAction, approval: a });
+    };
+    expect(withSelector({ type: 'role', name: 'ops' }, ['ops'], TENANT)).toMatchObject({ ok: true });
+    expect(withSelector({ type: 'role', name: 'ops' }, ['dev'], TENANT)).toMatchObject({ ok: false });
+    expect(withSelector({ type: 'tenant_policy' }, [], TENANT)).toMatchObject({ ok: true });
+    expect(withSelector({ type: 'tenant_policy' }, [], 'tenant-other')).toMatchObject({ ok: false });
+  });
+
   it('compares decisions as the typed parse does: a timestamp with trailing zeros is the same instant', () => {
     const approval = { ...vectorAction.approval, decided_at: '2026-12-01T21:00:00.120000Z' };
     expect(check(vectorRecord, { ...vectorAction, approval })).toMatchObject({ ok: true });

@@ -1,8 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type Envelope, type Principal, signEnvelope, verifyEnvelopeText } from '../../../src/host/wire/envelope.js';
-import { parseWire } from '../../../src/host/wire/json.js';
+import { type Envelope, inFieldOrder, type Principal, signEnvelope, verifyEnvelopeText } from '../../../src/host/wire/envelope.js';
+import { parseWire, wireJson } from '../../../src/host/wire/json.js';
 import { signingKeyFromSeed } from '../../../src/host/wire/keys.js';
+import { reserialize } from '../../../src/host/wire/reference-types.js';
 
 const SEED = 20261202;
 const hostKey = signingKeyFromSeed(new Uint8Array(32).fill(0x1d));
@@ -68,6 +69,18 @@ describe('signEnvelope / verifyEnvelopeText', () => {
     );
   });
 
+  it('sends a fixed point of the reference re-serialisation, for any output (response_roundtrips_reference_serde)', () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), fc.constantFrom(undefined, 'sess_1'), (value, session) => {
+        const { text } = signEnvelope({ ...envelopeWith(value), session_id: session, trace: null } as Envelope, hostKey, host);
+        const again = reserialize.envelope(parsed(text).tree);
+        if (!again.ok) throw new Error(again.reason);
+        expect(wireJson(again.tree)).toBe(text);
+      }),
+      { seed: SEED, numRuns: 500 },
+    );
+  });
+
   it('refuses an envelope without security, did or signature', () => {
     const { envelope } = signEnvelope(envelopeWith(1), hostKey, host);
     const { signature: _signature, ...unsigned } = envelope.security!;
@@ -79,5 +92,15 @@ describe('signEnvelope / verifyEnvelopeText', () => {
       expect(verifyEnvelopeText(parsed(JSON.stringify(value)), hostKey.did)).toBe(false);
     }
     expect(verifyEnvelopeText(parsed('[1]'), hostKey.did)).toBe(false);
+  });
+});
+
+describe('inFieldOrder', () => {
+  it('orders the given fields, leaves out undefined and null ones, and drops fields not listed', () => {
+    const ordered = inFieldOrder<Record<string, unknown>>({ b: 2, z: 9, a: null, c: undefined, d: [] }, ['d', 'c', 'b', 'a']);
+    expect(Object.entries(ordered)).toEqual([
+      ['d', []],
+      ['b', 2],
+    ]);
   });
 });

@@ -213,7 +213,28 @@ describe('parseWire', () => {
   });
 
   it('refuses what serde refuses: bad grammar, trailing data, raw control characters, nesting past 127', () => {
-    for (const text of ['', '{"a":1,}', '[01]', '[1.]', '{"a":1} x', '["\u0001"]', "{'a':1}", '[NaN]', '\u00a0[1]']) {
+    for (const text of [
+      '',
+      '{"a":1,}',
+      '[1,]',
+      '[01]',
+      '[1.]',
+      '[.5]',
+      '[+1]',
+      '[1e]',
+      '{"a":1} x',
+      '["\u0001"]',
+      '["\\x"]',
+      '["\\u12"]',
+      '["abc',
+      '["abc\\"]',
+      "{'a':1}",
+      '[NaN]',
+      '[tru]',
+      '{"a" 1}',
+      '{1:2}',
+      '\u00a0[1]',
+    ]) {
       expect(parseWire(text)).toHaveProperty('error');
     }
     expect(mustParse(`${'['.repeat(127)}${']'.repeat(127)}`).canonical()).toBe(`${'['.repeat(127)}${']'.repeat(127)}`);
@@ -221,14 +242,41 @@ describe('parseWire', () => {
     expect(parseWire(`${'['.repeat(200_000)}${']'.repeat(200_000)}`)).toHaveProperty('error');
   });
 
-  it('refuses a key repeated with another value', () => {
-    expect(parseWire('{"a":1,"a":2}')).toHaveProperty('error');
-    expect(mustParse('{"a":1,"a":1}').canonical()).toBe('{"a":1}');
+  it('refuses a repeated key, at any depth, even with the same value', () => {
+    for (const text of ['{"a":1,"a":2}', '{"a":1,"a":1}', '[{"x":{"k":true,"k":false}}]', '{"\\u0061":1,"a":2}']) {
+      expect(parseWire(text), text).toHaveProperty('error');
+    }
   });
 
   it('keeps "__proto__" as data', () => {
     const parsed = mustParse('{"__proto__":{"x":1}}');
     expect(Object.keys(parsed.value as object)).toEqual(['__proto__']);
     expect(parsed.canonical()).toBe('{"__proto__":{"x":1}}');
+  });
+});
+
+describe('parseWire agrees with JSON.parse on what it accepts', () => {
+  it('parses any JSON text JSON.parse parses to the same value, whitespace included', () => {
+    /** JSON with `pad` around every structural character (never inside a string). */
+    const spaced = (value: unknown, pad: string): string => {
+      if (Array.isArray(value)) return `[${pad}${value.map((item) => spaced(item, pad)).join(`${pad},${pad}`)}${pad}]`;
+      if (value !== null && typeof value === 'object') {
+        const members = Object.entries(value).map(([key, item]) => `${JSON.stringify(key)}${pad}:${pad}${spaced(item, pad)}`);
+        return `{${pad}${members.join(`${pad},${pad}`)}${pad}}`;
+      }
+      return JSON.stringify(value);
+    };
+    fc.assert(
+      fc.property(fc.jsonValue(), fc.constantFrom('', ' ', '\n\t', '\r\n '), (value, pad) => {
+        const text = `${pad}${spaced(value, pad)}${pad}`;
+        expect(mustParse(text).value).toEqual(JSON.parse(text));
+      }),
+      { seed: SEED, numRuns: 500 },
+    );
+  });
+
+  it('decodes every escape JSON.parse decodes', () => {
+    const escapes = ['\\"', '\\\\', '\\/', '\\b', '\\f', '\\n', '\\r', '\\t', '\\u0000', '\\u00e9', '\\uffff', '\\ud83d\\ude00'];
+    for (const escape of escapes) expect(mustParse(`["a${escape}b"]`).value).toEqual(JSON.parse(`["a${escape}b"]`));
   });
 });

@@ -1,6 +1,6 @@
 /** The reference's own signed vectors (shared/reference/aip-vectors/samples.jsonl), reproduced byte for byte. */
 import { describe, expect, it } from 'vitest';
-import { signControlRequest, verifyControlResponse } from '../../../src/host/wire/control.js';
+import { signControlRequest, verifyControlRequest, verifyControlResponse } from '../../../src/host/wire/control.js';
 import { type Envelope, type Principal, signEnvelope, verifyEnvelopeText } from '../../../src/host/wire/envelope.js';
 import { canonicalJson, parseWire, wireJson } from '../../../src/host/wire/json.js';
 import { parseSeedHex, signingKeyFromSeed, verifyWithDid } from '../../../src/host/wire/keys.js';
@@ -62,6 +62,9 @@ describe('the reference vectors', () => {
     const parsed = parseWire(vector.documentText);
     if ('error' in parsed) throw new Error(parsed.error);
     expect(verifyWithDid(vector.signer_did, parsed.canonical([], ['request']), vector.signature)).toBe(true);
+    expect(verifyControlRequest(vector.documentText, vector.signer_did)).toEqual({ ok: true, message: vector.document['request'] });
+    const other = vectors.find((candidate) => candidate.signer_did !== vector.signer_did)!;
+    expect(verifyControlRequest(vector.documentText, other.signer_did)).toEqual({ ok: false, reason: 'signed by another DID than the replica' });
   });
 
   it.each(controlResponses.map((vector) => [vector.name, vector] as const))('%s: signing bytes, signature, and verifies from its raw text', (_name, vector) => {
@@ -71,5 +74,30 @@ describe('the reference vectors', () => {
     expect(verified).toEqual({ ok: true, response: vector.document['response'] });
     const other = vectors.find((candidate) => candidate.signer_did !== vector.signer_did)!;
     expect(verifyControlResponse(vector.documentText, other.signer_did)).toEqual({ ok: false, reason: 'signed by another DID than the control plane' });
+  });
+});
+
+describe('control messages: window, request id and tampering', () => {
+  const response = controlResponses.find((vector) => vector.name === 'control.response.lease')!;
+  const issuedMs = Date.parse('2026-12-01T21:00:00.12Z');
+
+  it('checks the request id and the reference time window when asked', () => {
+    const did = response.signer_did;
+    expect(verifyControlResponse(response.documentText, did, { requestId: 'msg_0190a000000070008000000000000002', nowMs: issuedMs + 1000 }).ok).toBe(true);
+    expect(verifyControlResponse(response.documentText, did, { requestId: 'msg_other' })).toEqual({ ok: false, reason: 'answers another request id' });
+    expect(verifyControlResponse(response.documentText, did, { nowMs: issuedMs - 6000 })).toMatchObject({ ok: false });
+    expect(verifyControlResponse(response.documentText, did, { nowMs: issuedMs + 30_000 })).toMatchObject({ ok: false });
+  });
+
+  it('refuses a tampered or undecodable answer', () => {
+    const did = response.signer_did;
+    expect(verifyControlResponse(response.documentText.replace('"sequence":2', '"sequence":3'), did)).toEqual({
+      ok: false,
+      reason: 'signature does not verify',
+    });
+    expect(verifyControlResponse(response.documentText.replace('[2026,335,21,0,30,500000000,0,0,0]', '"2026-12-01T21:00:30.5Z"'), did)).toMatchObject({
+      ok: false,
+    });
+    expect(verifyControlResponse('{"response":', did)).toMatchObject({ ok: false });
   });
 });
