@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canonicalJson } from '../../src/host/wire/json.js';
 import { MESSAGES_PATH } from '../helpers/aip-runtime/deployment.js';
 import { closeDeployments, getJson, runAction, runRequests, startDeployment, type Deployment } from '../helpers/aip-runtime/deployment-fixture.js';
-import { expectRouteMismatch, expectSignedResult, startRunThroughHost } from '../helpers/aip-runtime/expectations.js';
+import { expectSignedResult, startRunThroughHost } from '../helpers/aip-runtime/expectations.js';
 import { chunkedBody, concurrentGets, partialBody, residentBytes } from '../helpers/aip-runtime/raw-client.js';
 
 const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
@@ -99,17 +99,23 @@ describe('hostile input', () => {
   it.each([
     ['a top-level field', (envelope: any) => void (envelope.x_unknown = 1)],
     ['an action field', (envelope: any) => void (envelope.body.action.x_unknown = 'extra')],
-  ])('an unknown %s covered by the signature → 401 (the reference re-serialisation drops it), no Hermes call', async (_what, addField) => {
-    const hermesRequests = runRequests(deployment.simulator);
-    const { key } = deployment.runtime.gateway;
-    const resigned = (envelope: any) => {
-      addField(envelope);
-      delete envelope.security.signature;
-      envelope.security.signature = key.sign(canonicalJson(envelope));
-    };
-    expectRouteMismatch(await deployment.runtime.dispatcher.invoke(deployment.host.target, runAction('run_status', runId), { tamper: resigned }), 401);
-    expect(runRequests(deployment.simulator)).toBe(hermesRequests);
-  });
+  ])(
+    'an unknown %s covered by the signature → 400 unsigned schema.envelope.invalid (aip-schema closes typed objects), no Hermes call',
+    async (_what, addField) => {
+      const hermesRequests = runRequests(deployment.simulator);
+      const { key } = deployment.runtime.gateway;
+      const resigned = (envelope: any) => {
+        addField(envelope);
+        delete envelope.security.signature;
+        envelope.security.signature = key.sign(canonicalJson(envelope));
+      };
+      const outcome = await deployment.runtime.dispatcher.invoke(deployment.host.target, runAction('run_status', runId), { tamper: resigned });
+      // `harden_object_schemas` (crates/aip-schema) adds `additionalProperties: false` to every typed object: check 1.
+      expect(outcome.exchange.status).toBe(400);
+      expect(JSON.parse(outcome.exchange.text).error).toMatchObject({ code: 'schema.envelope.invalid', category: 'permanent', retryable: false });
+      expect(runRequests(deployment.simulator)).toBe(hermesRequests);
+    },
+  );
 
   it('1,000 concurrent connections are all answered', async () => {
     const statuses = await concurrentGets(`${deployment.host.origin}/health`, 1_000);
