@@ -38,13 +38,18 @@ export async function startRuntime(leaseTtlMs?: number): Promise<AipRuntime> {
 
 /** A simulator, a runtime and one host that holds a lease and serves (`GET /ready` 200). */
 export async function startDeployment(
-  options: { leaseTtlMs?: number; simulator?: Partial<HermesSimulatorOptions> } & Omit<LaunchOptions, 'runtime' | 'hermes'> = {},
+  options: {
+    leaseTtlMs?: number;
+    simulator?: Partial<HermesSimulatorOptions>;
+    /** Default true; false leaves /ready unasked (its probes would warm up what the test watches). */
+    waitReady?: boolean;
+  } & Omit<LaunchOptions, 'runtime' | 'hermes'> = {},
 ): Promise<Deployment> {
-  const { leaseTtlMs, simulator: simulatorOptions, ...launch } = options;
+  const { leaseTtlMs, simulator: simulatorOptions, waitReady = true, ...launch } = options;
   const simulator = await startSimulator(simulatorOptions);
   const runtime = await startRuntime(leaseTtlMs);
   const host = await launchHost({ runtime, hermes: hermesOf(simulator), ...launch });
-  await waitForReady(host, 200);
+  if (waitReady) await waitForReady(host, 200);
   return { runtime, simulator, host };
 }
 

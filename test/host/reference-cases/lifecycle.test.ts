@@ -32,7 +32,7 @@ describe('§3 lifecycle', () => {
   let routedActionId: string;
 
   beforeAll(async () => {
-    deployment = await startDeployment({ leaseTtlMs: LEASE_TTL_MS, settings: { HEARTBEAT_MS: String(HEARTBEAT_MS) } });
+    deployment = await startDeployment({ leaseTtlMs: LEASE_TTL_MS, settings: { HEARTBEAT_MS: String(HEARTBEAT_MS) }, waitReady: false });
     register = await deployment.runtime.control.waitFor((record) => record.operation === 'register' && record.status === 200, 'granted register');
   });
   afterAll(closeDeployments);
