@@ -7,6 +7,7 @@ import { performance } from 'node:perf_hooks';
 import { benchDiscovery } from './discovery.js';
 import { benchPipelineCost } from './pipeline-cost.js';
 import { gcSource } from './heap.js';
+import { benchHost } from './host.js';
 import { LEDGER_CONCURRENCY, benchLedgerCost } from './ledger-cost.js';
 import { CONCURRENT_DELTAS, benchMemory } from './memory.js';
 import { buildReport, describeMachine, loadAverage, machineInfo, renderTable, writeResults, type BenchSettings, type SectionResult } from './report.js';
@@ -18,7 +19,7 @@ import { benchTelemetry } from './telemetry.js';
 
 const MIN_ROUNDS = 5;
 /** The sections `--only` can name, in the order they run. */
-const SECTIONS = ['discovery', 'request', 'stream', 'memory', 'telemetry', 'pipeline', 'ledger', 'scale'] as const;
+const SECTIONS = ['discovery', 'request', 'stream', 'memory', 'telemetry', 'pipeline', 'ledger', 'scale', 'host'] as const;
 type SectionName = (typeof SECTIONS)[number];
 
 function parseArgs(argv: string[]): BenchSettings {
@@ -95,6 +96,8 @@ async function main(): Promise<number> {
   // Their own servers: run_start answers, and streams held open until released.
   if (runs('ledger')) sections.push(await section('Ledger cost', () => benchLedgerCost(settings, log)));
   if (runs('scale')) sections.push(await section('Scale', () => benchScale(settings, log)));
+  // The built `hermes-aip host` as a child process, driven over loopback by the runtime double.
+  if (runs('host')) sections.push(await section('AIP remote connector host', () => benchHost(settings, log)));
   if (discovery) sections.push(discovery);
 
   const durationS = (performance.now() - started) / 1000;
@@ -110,6 +113,7 @@ async function main(): Promise<number> {
     request_concurrency: String(CONCURRENCY),
     ledger: `run_start with a fresh key per call at concurrency 1 and ${LEDGER_CONCURRENCY}; durable ledgers paired with the memory ledger of the same round; PostgreSQL only with HERMES_TEST_PG_URL`,
     scale: `${SCALE_STREAMS} run_events streams over ${SCALE_ENDPOINTS} endpoints (one origin and pool each), held idle, then released`,
+    host: 'run_status through the built hermes-aip host (child process, SQLite ledger) driven by test/helpers/aip-runtime; host CPU from /proc; Ed25519 pair timed in the bench process',
   });
   log('');
   log(renderTable(report.sections));

@@ -1,5 +1,6 @@
 /**
  * The bench's own Hermes stand-in: a minimal node:http server on 127.0.0.1:0 that answers
+ *   GET /health                 with {"status": "ok"} (no key), and
  *   GET /v1/runs/{id}          with one fixed Hermes status object (the capture's shape), and
  *   GET /v1/runs/stream-{n}[-suffix]/events  with a pre-rendered SSE body of n `message.delta`
  *                               frames, then `run.completed`, then `: stream closed`.
@@ -182,6 +183,8 @@ function serve(streams: readonly number[]): void {
   const server = createServer({ keepAliveTimeout: 30_000 }, (req: IncomingMessage, res: ServerResponse) => {
     requests++;
     req.resume();
+    // Hermes' health check needs no key; the AIP host's readiness probe calls it.
+    if (req.method === 'GET' && req.url === '/health') return send(res, 200, 'application/json', Buffer.from('{"status": "ok"}'), true);
     if (req.method !== 'GET' || req.headers.authorization !== authorization) {
       send(res, 401, 'application/json', Buffer.from('{"error": {"message": "Invalid API key", "code": "invalid_api_key"}}'), true);
       return;
