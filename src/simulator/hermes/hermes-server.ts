@@ -26,6 +26,7 @@ import { TimerRegistry } from '../shared/timers.js';
 import type { HermesSimulator, HermesSimulatorOptions, RecordedRequest, SimulatedRun, SimulatorFault, SimulatorProfile, SimulatorRoute } from './types.js';
 import {
   BODY_TOO_LARGE,
+  GATEWAY_AUTH_FAILED,
   INVALID_API_KEY,
   MAX_BODY_BYTES,
   applyHeaders,
@@ -130,6 +131,7 @@ class HermesSimulatorServer implements HermesSimulator {
       approvalTimeoutMs: options.approvalTimeoutMs,
       toolInterruptLagMs: options.toolInterruptLagMs,
       streamsNeverTerminate: options.misbehaviour.streamsNeverTerminate === true,
+      approvalRequestIds: this.traits.approvalRequestIds,
     };
     this.server = createServer((req, res) => {
       this.handle(req, res).catch(() => this.answerCrash(res));
@@ -268,7 +270,7 @@ class HermesSimulatorServer implements HermesSimulator {
     applySecurityHeaders(res);
     // /health needs no key.
     if (match.route !== 'health' && !isAuthorized(req, this.options.apiKey)) {
-      sendJson(res, 401, INVALID_API_KEY);
+      sendJson(res, 401, this.traits.authFailure === 'gateway_auth_failed' ? GATEWAY_AUTH_FAILED : INVALID_API_KEY);
       return;
     }
     const exchange: Exchange = { req, res, runId: match.runId, body };
@@ -538,8 +540,12 @@ class HermesSimulatorServer implements HermesSimulator {
     if (!run.approvalSessionActive) {
       return sendJson(res, 409, openAiError(`Run has no active approval session: ${runId}`, 'approval_not_active'));
     }
+    const requestId = this.traits.approvalsByRequestId ? parsed.value['request_id'] : undefined;
+    if (requestId !== undefined && (typeof requestId !== 'string' || requestId.length > MAX_APPROVAL_REQUEST_ID)) {
+      return sendJson(res, 400, openAiError('Invalid approval request_id', 'invalid_approval_request'));
+    }
     const all = coerceBool(parsed.value['all']) || coerceBool(parsed.value['resolve_all']);
-    const resolved = resolveApprovals(this.approvalTarget(run), choice, all);
+    const resolved = resolveApprovals(this.approvalTarget(run), choice, all, requestId);
     if (resolved === 0) {
       return sendJson(res, 409, openAiError(`Run has no pending approval: ${runId}`, 'approval_not_pending'));
     }
@@ -585,6 +591,9 @@ class HermesSimulatorServer implements HermesSimulator {
     sendJson(res, 200, { run_id: runId, status: 'stopping' });
   }
 }
+
+/** The `later` profile's bound on an approval's `request_id` (reference §9). */
+const MAX_APPROVAL_REQUEST_ID = 256;
 
 /** `str(body.get("choice", "")).strip().lower()`, with approve/approved/allow meaning once. */
 function normalizeChoice(value: unknown): string | undefined {

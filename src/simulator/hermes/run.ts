@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { pyFloat, pyJson } from './py-json.js';
 import type { RunStream } from './run-stream.js';
 import { estimateTokens } from './script.js';
@@ -25,11 +26,15 @@ export interface RunEnvironment {
   readonly toolInterruptLagMs: number;
   /** Misbehaviour: terminal events and the end sentinel never reach the stream. */
   readonly streamsNeverTerminate?: boolean;
+  /** `approval.request` carries `allow_session` and a `request_id` (Hermes 0.20.1 on). */
+  readonly approvalRequestIds: boolean;
 }
 
 interface PendingApproval {
   /** Process-wide request order (oldest first), for the session-keyed misbehaviour. */
   readonly sequence: number;
+  /** What `approval.request` announced as `request_id` (32 hex, like Hermes' uuid4().hex). */
+  readonly requestId: string;
   settle(choice: string): void;
 }
 
@@ -182,7 +187,7 @@ export function emitEvent(env: RunEnvironment, run: RunState, type: string, fiel
   const timestamp = nowSeconds();
   const event =
     type === 'approval.request'
-      ? { ...fields, allow_permanent: true, event: type, run_id: run.id, timestamp, choices: [...APPROVAL_CHOICES] }
+      ? { ...fields, event: type, run_id: run.id, timestamp, choices: [...APPROVAL_CHOICES] }
       : { event: type, run_id: run.id, timestamp, ...fields };
   run.events.push(event);
   run.touch(status, type);
@@ -233,9 +238,14 @@ export function denyPendingApprovals(run: RunState): void {
   for (const pending of [...run.pendingApprovals]) pending.settle('deny');
 }
 
-/** Resolves the oldest pending approval (or all of them); returns how many were resolved. */
-export function resolveApprovals(run: RunState, choice: string, all: boolean): number {
-  const targets = all ? [...run.pendingApprovals] : run.pendingApprovals.slice(0, 1);
+/** Resolves the approval `requestId` names, else the oldest pending one (or all of them); returns how many were resolved. */
+export function resolveApprovals(run: RunState, choice: string, all: boolean, requestId?: string): number {
+  const targets =
+    requestId !== undefined
+      ? run.pendingApprovals.filter((pending) => pending.requestId === requestId)
+      : all
+        ? [...run.pendingApprovals]
+        : run.pendingApprovals.slice(0, 1);
   for (const target of targets) target.settle(choice);
   return targets.length;
 }
@@ -390,6 +400,7 @@ function requestApproval(env: RunEnvironment, run: RunState, step: Extract<RunSt
     const answered = new AbortController();
     const pending: PendingApproval = {
       sequence: ++approvalSequence,
+      requestId: randomBytes(16).toString('hex'),
       settle(choice) {
         const index = run.pendingApprovals.indexOf(pending);
         if (index < 0) return;
@@ -405,6 +416,8 @@ function requestApproval(env: RunEnvironment, run: RunState, step: Extract<RunSt
       pattern_key: patternKey,
       pattern_keys: [patternKey],
       description: step.description ?? patternKey,
+      allow_permanent: true,
+      ...(env.approvalRequestIds ? { allow_session: true, request_id: pending.requestId } : {}),
     };
     emitEvent(env, run, 'approval.request', fields, 'direct', 'waiting_for_approval');
     const wait = AbortSignal.any([answered.signal, run.interrupt.signal]);

@@ -1,5 +1,5 @@
-/** `pin`: Hermes 0.18.2; `v0.19`: Hermes 0.19.0; `later`: the unreleased Hermes of the reference's §9. */
-export type SimulatorProfile = 'pin' | 'v0.19' | 'later';
+/** `pin`: Hermes 0.18.2; `v0.19`: Hermes 0.19.0; `v0.20`: Hermes 0.20.1; `later`: the unreleased Hermes of the reference's §9. */
+export type SimulatorProfile = 'pin' | 'v0.19' | 'v0.20' | 'later';
 
 export type RunStep =
   /** `message.delta`; consecutive deltas make one model turn, whose text `reasoning.available` repeats when the turn ends. */
