@@ -207,11 +207,23 @@ function takeItems(items: SseItem[], reader: StreamReader): StreamEnd | undefine
 /** Records an event as soon as it is read, so that a result cut short later still shows it (and the run's end, if it was seen). */
 function record(output: RunEventsOutput, event: HermesSseEvent, text: string[], terminal: boolean): void {
   output.events.push(event);
-  if (event.event === 'message.delta' && typeof event.data.delta === 'string') text.push(event.data.delta);
+  const streamed = streamedText(event);
+  if (streamed !== undefined) text.push(streamed);
   if (terminal) {
     output.terminal = true;
     output.terminal_event = event.event;
   }
+}
+
+/**
+ * The assistant text an event adds: a `message.delta`'s delta, or a later Hermes' `message.interim`
+ * text unless `already_streamed` says its deltas carried it already.
+ */
+function streamedText(event: HermesSseEvent): string | undefined {
+  const { data } = event;
+  if (event.event === 'message.delta') return typeof data.delta === 'string' ? data.delta : undefined;
+  if (event.event === 'message.interim' && data.already_streamed === false) return typeof data.text === 'string' ? data.text : undefined;
+  return undefined;
 }
 
 /**
@@ -240,6 +252,10 @@ async function settle(call: OperationCall<RunEventsInput>, output: RunEventsOutp
   if (end.kind === 'terminal') {
     if (output.terminal_event === 'run.completed') return { status: 'completed', output, message };
     if (output.terminal_event === 'run.cancelled') return { status: 'cancelled', output, message };
+    if (output.terminal_event === 'run.interrupted') {
+      const interrupted = `Hermes run \`${runId}\` was interrupted (run.interrupted: its gateway shut down or restarted before the run settled); it may have acted before it was interrupted`;
+      return { status: 'failed', output, message, failure: new HermesFailure('run_interrupted', interrupted, { effect: 'known' }) };
+    }
     return {
       status: 'failed',
       output,

@@ -182,12 +182,13 @@ describeEachRelease('real Hermes %s', { timeout: SCENARIO_TIMEOUT_MS }, (version
     }
   });
 
-  test('a wrong key maps to authentication (401 invalid_api_key)', async () => {
+  test('a wrong key maps to authentication (401 invalid_api_key; gateway_auth_failed from 0.20.1)', async () => {
     const wrong = checkedConnector(createHermesConnector({ endpoints: [{ id: ENDPOINT, baseUrl: endpoint.proxy.url, apiKey: 'f'.repeat(64) }] }));
     try {
       const result = await wrong.invoke({ capability_id: wrong.cap('run_status'), input: { run_id: UNKNOWN_RUN } });
       expect(result.error).toMatchObject({ code: `${PREFIX}authentication`, category: 'auth', retryable: false });
-      expect(result.error?.details).toMatchObject({ remote_status: 401, provider_code: 'invalid_api_key' });
+      const providerCode = version === '0.18.2' || version === '0.19.0' ? 'invalid_api_key' : 'gateway_auth_failed';
+      expect(result.error?.details).toMatchObject({ remote_status: 401, provider_code: providerCode });
     } finally {
       await wrong.connector.close();
     }

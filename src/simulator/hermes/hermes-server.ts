@@ -118,6 +118,8 @@ class HermesSimulatorServer implements HermesSimulator {
   private readonly env: RunEnvironment;
   private sweepTimer: NodeJS.Timeout | undefined;
   private closing: Promise<void> | undefined;
+  /** drain() was called: new runs are refused with 503 `gateway_draining`. */
+  private draining = false;
   private created = 0;
   private boundPort = 0;
 
@@ -185,6 +187,13 @@ class HermesSimulatorServer implements HermesSimulator {
     else this.statuses.clear();
     this.timers.clearAll();
     this.server.closeAllConnections();
+  }
+
+  drain(): void {
+    if (this.traits.drain === 'none') return;
+    this.draining = true;
+    if (this.traits.drain !== 'refuse-and-interrupt') return;
+    for (const run of this.history.values()) if (run.isLive) finishRun(this.env, run, { status: 'interrupted' });
   }
 
   sweep(): void {
@@ -375,6 +384,9 @@ class HermesSimulatorServer implements HermesSimulator {
     const session = checkSessionKey(req);
     if (session.kind === 'invalid') {
       return sendJson(res, 400, { error: { message: session.message, type: 'invalid_request_error' } });
+    }
+    if (this.draining) {
+      return sendJson(res, 503, openAiError('Gateway is draining existing work; retry shortly.', 'gateway_draining'), [['Retry-After', '1']]);
     }
     const sessionHeaders: HeaderList = session.key === undefined ? [] : [['X-Hermes-Session-Key', session.key]];
     const early = this.traits.idempotentStarts ? await this.idempotencyStep(exchange, session.key, sessionHeaders) : { kind: 'go-on' as const };

@@ -34,6 +34,8 @@ export interface ProfileTraits {
   readonly approvalRequestIds: boolean;
   /** `POST …/approval` resolves the request named by `request_id` (0.20.1 ignores the field). */
   readonly approvalsByRequestId: boolean;
+  /** What a draining gateway does: nothing (the pin), refuse new runs with 503 (0.19.0, 0.20.1), and also interrupt live runs (`run.interrupted`). */
+  readonly drain: 'none' | 'refuse-new-runs' | 'refuse-and-interrupt';
 }
 
 const SIMULATOR_MARK = '+aip-simulator';
@@ -52,6 +54,7 @@ export const PROFILE_TRAITS: Readonly<Record<SimulatorProfile, ProfileTraits>> =
     authFailure: 'invalid_api_key',
     approvalRequestIds: false,
     approvalsByRequestId: false,
+    drain: 'none',
   },
   'v0.19': {
     healthVersion: `0.19.0${SIMULATOR_MARK}`,
@@ -66,6 +69,7 @@ export const PROFILE_TRAITS: Readonly<Record<SimulatorProfile, ProfileTraits>> =
     authFailure: 'invalid_api_key',
     approvalRequestIds: false,
     approvalsByRequestId: false,
+    drain: 'refuse-new-runs',
   },
   'v0.20': {
     healthVersion: `0.20.1${SIMULATOR_MARK}`,
@@ -80,6 +84,7 @@ export const PROFILE_TRAITS: Readonly<Record<SimulatorProfile, ProfileTraits>> =
     authFailure: 'gateway_auth_failed',
     approvalRequestIds: true,
     approvalsByRequestId: false,
+    drain: 'refuse-new-runs',
   },
   later: {
     healthVersion: `later${SIMULATOR_MARK}`,
@@ -94,6 +99,7 @@ export const PROFILE_TRAITS: Readonly<Record<SimulatorProfile, ProfileTraits>> =
     authFailure: 'gateway_auth_failed',
     approvalRequestIds: true,
     approvalsByRequestId: true,
+    drain: 'refuse-and-interrupt',
   },
 };
 

@@ -39,7 +39,7 @@ interface PendingApproval {
 }
 
 let approvalSequence = 0;
-export const TERMINAL_EVENTS: ReadonlySet<string> = new Set(['run.completed', 'run.failed', 'run.cancelled']);
+export const TERMINAL_EVENTS: ReadonlySet<string> = new Set(['run.completed', 'run.failed', 'run.cancelled', 'run.interrupted']);
 
 /**
  * Where an event goes. At the pin, `message.delta`, `approval.request` and `run.*`
@@ -207,7 +207,12 @@ function toWireEvent(event: Record<string, unknown>): Record<string, unknown> {
   return wire;
 }
 
-type Ending = { status: 'completed'; output: string; usage: Usage } | { status: 'failed'; error: string } | { status: 'cancelled' };
+type Ending =
+  | { status: 'completed'; output: string; usage: Usage }
+  | { status: 'failed'; error: string }
+  | { status: 'failed'; output: string; usage: Usage }
+  | { status: 'cancelled' }
+  | { status: 'interrupted' };
 
 /** Ends a run: terminal status and event, pending approvals denied, control refs dropped, sentinel queued. */
 export function finishRun(env: RunEnvironment, run: RunState, ending: Ending): void {
@@ -217,9 +222,13 @@ export function finishRun(env: RunEnvironment, run: RunState, ending: Ending): v
     run.output = ending.output;
     run.usage = ending.usage;
     emitEvent(env, run, 'run.completed', { output: ending.output, usage: ending.usage }, 'direct', 'completed');
-  } else if (ending.status === 'failed') {
+  } else if (ending.status === 'failed' && 'error' in ending) {
     run.error = ending.error;
     emitEvent(env, run, 'run.failed', { error: ending.error }, 'direct', 'failed');
+  } else if (ending.status === 'failed') {
+    emitEvent(env, run, 'run.failed', { output: ending.output, usage: ending.usage, completed: false }, 'direct', 'failed');
+  } else if (ending.status === 'interrupted') {
+    emitEvent(env, run, 'run.interrupted', {}, 'direct', 'interrupted');
   } else {
     emitEvent(env, run, 'run.cancelled', {}, 'direct', 'cancelled');
   }
@@ -315,7 +324,13 @@ async function executeStep(env: RunEnvironment, run: RunState, step: RunStep): P
       await env.timers.delay(Number(step.ms) || 0, run.interrupt.signal);
       return;
     case 'fail':
-      finishRun(env, run, { status: 'failed', error: String(step.error) });
+      finishRun(env, run, step.error === undefined ? { ...completion(run, step), status: 'failed' } : { status: 'failed', error: String(step.error) });
+      return;
+    case 'interrupted':
+      finishRun(env, run, { status: 'interrupted' });
+      return;
+    case 'event':
+      emitEvent(env, run, String(step.event), step.fields ?? {}, 'direct');
       return;
     case 'complete':
       endTurn(env, run);
@@ -330,7 +345,7 @@ async function executeStep(env: RunEnvironment, run: RunState, step: RunStep): P
   }
 }
 
-function completion(run: RunState, step: { output?: string; usage?: Usage }): Ending {
+function completion(run: RunState, step: { output?: string; usage?: Usage }): Extract<Ending, { status: 'completed' }> {
   const output = step.output ?? run.streamedText;
   const usage = step.usage ?? estimateUsage(run, output);
   return { status: 'completed', output, usage };
