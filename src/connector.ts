@@ -14,7 +14,7 @@ import { instrumentLedger } from './ledger/instrumented.js';
 import { isSettled } from './ledger/run-status.js';
 import { createMemoryLedger } from './ledger/memory.js';
 import type { EvidenceWrite, IdempotencyScope, RunEvidence, RunLedger } from './ledger/types.js';
-import { connectorLogger, invocationLogger } from './internal/logger.js';
+import { connectorLogger, errorName, invocationLogger } from './internal/logger.js';
 import { OPERATIONS } from './operations/index.js';
 import { MAX_JSON_DEPTH, MAX_JSON_VALUES, plainJsonCopy, type NotPlainJson } from './internal/plain-json.js';
 import type { OperationCall, OperationOutcome } from './operations/operation.js';
@@ -184,7 +184,6 @@ function admit(
   const entry = deps.registry.resolve(action.capability_id);
   if (!entry) throw new HermesFailure('unsupported_capability', 'No capability of this connector has that id');
   admission.entry = entry;
-  admission.input = action.input;
   admission.trace.resolved({ actionId: action.id, capabilityId: entry.capability.id, endpointId: entry.endpoint.id, operation: entry.operation });
   admission.logger = invocationLogger(deps.logger, { action_id: action.id, capability_id: entry.capability.id, endpoint_id: entry.endpoint.id });
   const context = checkContext(rawContext);
@@ -194,6 +193,8 @@ function admit(
     admission.publisher = new ChunkPublisher(action.id, context.onChunk, { signal: context.signal, openCalls: deps.openCalls, deadline, now: deps.config.now });
   }
   const input = checkInput(entry, action.input);
+  // Only validated input reaches the invocation's span (its run id).
+  admission.input = input;
   checkIdempotencyKeyFormat(action);
   enforceGates({ endpoint: entry.endpoint, declaration, action, context, now: deps.config.now(), hostCancellation });
   admission.trace.admitted(context);
@@ -555,9 +556,4 @@ async function knownFinished(deps: PipelineDeps, entry: CapabilityEntry, runId: 
     deps.logger.error({ err: errorName(error) }, 'run ledger failed while looking up the run to cancel');
     return false;
   }
-}
-
-/** Error class names only: a driver's message may quote SQL parameters. */
-function errorName(error: unknown): string {
-  return error instanceof Error ? error.name : typeof error;
 }

@@ -31,6 +31,12 @@ export interface TelemetryOptions {
   propagateTraceContext?: boolean;
 }
 
+/**
+ * The longest string an attribute carries. Ids the schemas bound stay whole (a run id is at most
+ * 512 UTF-8 bytes, an action id 256 characters); a longer value from the host's context or a peer is cut.
+ */
+const MAX_ATTRIBUTE_CHARS = 512;
+
 /** The span every untraced piece of work gets: nothing recorded, nothing allocated per call. */
 const UNTRACED: Span = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
 
@@ -81,7 +87,7 @@ export class Telemetry {
   /** An INTERNAL span under the host's active context (or `parent`). */
   startInternal(name: string, parent: Context = otelContext.active(), attributes?: Attributes): Span {
     if (!this.tracing) return UNTRACED;
-    return this.tracer.startSpan(name, { kind: SpanKind.INTERNAL, attributes }, parent);
+    return this.tracer.startSpan(name, { kind: SpanKind.INTERNAL, attributes: attributes && boundedAttributes(attributes) }, parent);
   }
 
   /**
@@ -148,6 +154,21 @@ export function endSpan(span: Span, errorType: string | undefined): void {
   span.end();
 }
 
+/** The attributes with every string cut to MAX_ATTRIBUTE_CHARS (an ellipsis marks a cut; a surrogate pair is never split). */
+function boundedAttributes(attributes: Attributes): Attributes {
+  const bounded: Attributes = {};
+  for (const [name, value] of Object.entries(attributes)) bounded[name] = typeof value === 'string' ? boundedString(value) : value;
+  return bounded;
+}
+
+function boundedString(value: string): string {
+  if (value.length <= MAX_ATTRIBUTE_CHARS) return value;
+  let end = MAX_ATTRIBUTE_CHARS - 1;
+  const last = value.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end--;
+  return `${value.slice(0, end)}…`;
+}
+
 /** The context in which a child of `span` starts (the parent itself for an untraced span). */
 export function contextWith(span: Span, parent: Context = otelContext.active()): Context {
   return span === UNTRACED ? parent : trace.setSpan(parent, span);
@@ -196,26 +217,28 @@ export class InvocationTrace {
     this.#endpointId = invocation.endpointId;
     if (!this.span.isRecording()) return;
     this.span.updateName(`${this.#verb} ${invocation.operation}`);
-    this.span.setAttributes({
-      'aip.action_id': invocation.actionId,
-      'aip.capability_id': invocation.capabilityId,
-      'hermes.endpoint_id': invocation.endpointId,
-      'hermes.operation': invocation.operation,
-    });
+    this.span.setAttributes(
+      boundedAttributes({
+        'aip.action_id': invocation.actionId,
+        'aip.capability_id': invocation.capabilityId,
+        'hermes.endpoint_id': invocation.endpointId,
+        'hermes.operation': invocation.operation,
+      }),
+    );
   }
 
   /** After the policy gates: a tenant recorded here is a verified one. */
   admitted(context: { tenantId?: string; traceId?: string }): void {
     if (!this.span.isRecording()) return;
-    if (context.tenantId !== undefined) this.span.setAttribute('aip.tenant_id', context.tenantId);
-    if (context.traceId !== undefined) this.span.setAttribute('aip.trace_id', context.traceId);
+    if (context.tenantId !== undefined) this.span.setAttribute('aip.tenant_id', boundedString(context.tenantId));
+    if (context.traceId !== undefined) this.span.setAttribute('aip.trace_id', boundedString(context.traceId));
   }
 
   finish(outcome: InvocationOutcome): void {
     if (this.#telemetry.metering) this.#record(outcome);
     if (this.span.isRecording()) {
       this.span.setAttributes({ 'aip.result.status': outcome.status, 'aip.uncertain_outcome': outcome.uncertainOutcome, 'aip.replayed': outcome.replayed });
-      if (outcome.runId !== undefined) this.span.setAttribute('hermes.run_id', outcome.runId);
+      if (outcome.runId !== undefined) this.span.setAttribute('hermes.run_id', boundedString(outcome.runId));
     }
     endSpan(this.span, outcome.status === 'failed' ? (outcome.errorCode ?? 'failed') : undefined);
   }
@@ -246,8 +269,9 @@ export class StreamTrace {
     this.recording = span.isRecording();
   }
 
+  /** `name` is the provider's, of any length up to a frame: recorded bounded. */
   event(name: string, count: number, terminal: boolean): void {
-    if (count === 1) this.#span.addEvent('hermes.event.first', { 'hermes.event.name': name });
+    if (count === 1) this.#span.addEvent('hermes.event.first', { 'hermes.event.name': boundedString(name) });
     if (name === 'approval.request') this.#span.addEvent('hermes.approval.request');
     if (terminal) this.#span.addEvent('hermes.event.terminal', { 'hermes.event.name': name });
   }

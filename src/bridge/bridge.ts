@@ -7,7 +7,7 @@ import { typedId } from '../internal/ids.js';
 import { createMemoryLedger } from '../ledger/memory.js';
 import { TERMINAL_STATUSES } from '../contract/hermes-vocabulary.js';
 import type { BridgeJob, BridgeJobPatch, RunLedger } from '../ledger/types.js';
-import { connectorLogger } from '../internal/logger.js';
+import { connectorLogger, errorName } from '../internal/logger.js';
 import { Secret } from '../internal/secret.js';
 import type {
   AipActionResult,
@@ -153,8 +153,12 @@ export function createHermBridge(options: HermBridgeOptions): HermBridge {
   };
   /** A bridge step in its own span (`herm.bridge <step>`); the connector's invocations inside it are its children. */
   const traced = <T>(step: string, job: BridgeJob, work: () => Promise<T>): Promise<T> => {
-    const span = telemetry.startInternal(`herm.bridge ${step}`, undefined, { 'herm.tool_use_id': job.tool_use_id, 'herm.tool_name': job.tool_name });
-    if (job.run_id !== null) span.setAttribute('hermes.run_id', job.run_id);
+    const attributes = {
+      'herm.tool_use_id': job.tool_use_id,
+      'herm.tool_name': job.tool_name,
+      ...(job.run_id === null ? {} : { 'hermes.run_id': job.run_id }),
+    };
+    const span = telemetry.startInternal(`herm.bridge ${step}`, undefined, attributes);
     return otelContext.with(contextWith(span), work).then(
       (value) => {
         endSpan(span, undefined);
@@ -666,8 +670,4 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
     }
     signal.addEventListener('abort', done, { once: true });
   });
-}
-
-function errorName(error: unknown): string {
-  return error instanceof Error ? error.name : typeof error;
 }

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { isSimulatorProfile, SIMULATOR_PROFILES } from '../simulator/hermes/profiles.js';
 import type { SimulatorProfile } from '../simulator/hermes/types.js';
 import { UsageError } from './errors.js';
+import { parseJsonText } from '../internal/json-text.js';
 
 /** Every command takes `--help` / `-h`. */
 export const HELP_OPTION = { type: 'boolean', short: 'h' } as const;
@@ -65,11 +66,7 @@ export function readJsonArgument(value: string, what: string): unknown {
       throw new UsageError(`${what}: cannot read the file named after @: ${fileErrorText(error)}`);
     }
   }
-  try {
-    return JSON.parse(text) as unknown;
-  } catch (error) {
-    throw new UsageError(`${what} is not valid JSON${value.startsWith('@') ? ' (the file named after @)' : ''}: ${jsonErrorText(error)}`);
-  }
+  return parseJsonText(text, (why) => new UsageError(`${what} is not valid JSON${value.startsWith('@') ? ' (the file named after @)' : ''}: ${why}`));
 }
 
 /** A positive integer option (`--port 0` allowed with `min: 0`). */
@@ -79,15 +76,6 @@ export function integerOption(value: string | undefined, name: string, min: numb
     throw new UsageError(`--${name} must be an integer from ${min} to ${max}`);
   }
   return Number(value);
-}
-
-/**
- * JSON.parse's message without the excerpt of the text V8 quotes in it: that text could be a key
- * file given by mistake, or confidential input.
- */
-export function jsonErrorText(error: unknown): string {
-  const message = error instanceof Error ? error.message : String(error);
-  return message.replace(/, ".*$/s, '');
 }
 
 /** 'not found', 'permission denied', ... instead of an errno dump, whose message would quote the path. */

@@ -2,7 +2,8 @@ import { readFileSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { ConnectorConfigError, createHermesConnector, createMemoryLedger, createPostgresLedger, createSqliteLedger } from '../index.js';
 import type { HermesConnector, HermesEndpointConfig, RunLedger } from '../index.js';
-import { fileErrorText, jsonErrorText } from './args.js';
+import { fileErrorText } from './args.js';
+import { parseJsonText } from '../internal/json-text.js';
 import { UsageError } from './errors.js';
 
 /** One endpoint as configured, with its key already read, and where that key came from (never the key). */
@@ -88,12 +89,7 @@ function loadConfigFile(configPath: string, env: NodeJS.ProcessEnv): LoadedConfi
     // The path is not quoted: when it cannot be read it may be anything, a pasted key included.
     throw new UsageError(`cannot read the config file given with --config: ${fileErrorText(error)}`);
   }
-  let document: unknown;
-  try {
-    document = JSON.parse(text);
-  } catch (error) {
-    throw new UsageError(`config file ${configPath} is not valid JSON: ${jsonErrorText(error)}`);
-  }
+  const document = parseJsonText(text, (why) => new UsageError(`config file ${configPath} is not valid JSON: ${why}`));
   const where = `config file ${configPath}`;
   if (!isObject(document) || !Array.isArray(document['endpoints']) || document['endpoints'].length === 0) {
     throw new UsageError(`${where}: expected { "endpoints": [ { "id", "baseUrl", "apiKeyFile" | "apiKeyEnv", ... } ] } with at least one endpoint`);

@@ -14,3 +14,8 @@ export function connectorLogger(host: Logger | undefined): Logger {
 export function invocationLogger(base: Logger, bindings: { action_id: string; capability_id?: string; endpoint_id?: string }): Logger {
   return base === silent ? silent : base.child(bindings);
 }
+
+/** What a log line may say of an error: its class name only, since a driver's message may quote its connection string or SQL parameters. */
+export function errorName(error: unknown): string {
+  return error instanceof Error ? error.name : typeof error;
+}

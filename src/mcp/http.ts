@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { Logger } from 'pino';
+import { errorName } from '../internal/logger.js';
 import type { BearerToken } from './settings.js';
 
 export interface McpHttpOptions {
@@ -39,7 +40,7 @@ export async function serveStreamableHttp(options: McpHttpOptions): Promise<McpH
   let allowed = { hosts: new Set<string>(), origins: new Set<string>() };
   const http = createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
-      options.logger.error({ err: error instanceof Error ? error.name : typeof error }, 'MCP HTTP request failed');
+      options.logger.error({ err: errorName(error) }, 'MCP HTTP request failed');
       if (!res.headersSent) refuse(res, 500, 'Internal error');
       else res.end();
     });

@@ -1,32 +1,41 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { AipActionResult, AipProtocolError, RunEventsOutput } from '../types.js';
+import type { AipActionResult, RunEventsOutput } from '../types.js';
 import type { HermesTool } from './tools.js';
-import { errorCode } from '../failures.js';
 
 const MAX_SUMMARY_TEXT = 2000;
 
 /**
  * The MCP answer to one tool call. A completed action gives its AIP output as `structuredContent`
- * and a short text; anything else is `isError` with the typed AIP error, structured and as text.
- * Provider failures are results, never protocol errors.
+ * and a short text; any other outcome gives the AIP result as the connector returned it
+ * (`{ status, action_id, output?, error? }`: a cancelled run keeps its events, an error is never
+ * made up), `isError` when it failed or carries an error. Provider failures are results, never protocol errors.
  */
 export function toolResult(tool: HermesTool, result: AipActionResult): CallToolResult {
   if (result.status === 'completed' && isObject(result.output)) {
     return { structuredContent: result.output, content: [{ type: 'text', text: summary(tool, result.output) }] };
   }
-  const error = result.error ?? missingError(result);
+  const structuredContent: Record<string, unknown> = { status: result.status, action_id: result.action_id };
+  if (result.output !== undefined) structuredContent['output'] = result.output;
+  if (result.error) structuredContent['error'] = result.error;
+  const lines = [outcomeText(tool, result)];
+  if (isObject(result.output)) lines.push(summary(tool, result.output));
   return {
-    isError: true,
-    structuredContent: { status: result.status === 'cancelled' ? 'cancelled' : 'failed', action_id: result.action_id, error },
-    content: [{ type: 'text', text: errorText(tool, error) }],
+    ...(result.status === 'failed' || result.error ? { isError: true } : {}),
+    structuredContent,
+    content: [{ type: 'text', text: lines.join('\n') }],
   };
 }
 
-/** `connector.hermes_agent.not_found (permanent, not retryable, outcome known): <message>` */
-export function errorText(tool: HermesTool, error: AipProtocolError): string {
+/**
+ * `hermes_x_run_status failed: connector.hermes_agent.not_found (permanent, not retryable, outcome known): <message>`,
+ * or `hermes_x_run_events cancelled` for a result without an error.
+ */
+export function outcomeText(tool: HermesTool, result: AipActionResult): string {
+  const { error } = result;
+  if (!error) return `${tool.name} ${result.status}`;
   const retry = error.retryable ? `retryable${error.retry_after_ms === undefined ? '' : ` after ${error.retry_after_ms} ms`}` : 'not retryable';
   const outcome = error.details?.uncertain_outcome === true ? 'outcome uncertain: Hermes may have acted' : 'outcome known';
-  return `${tool.name} failed: ${error.code} (${error.category}, ${retry}, ${outcome}): ${error.message}`;
+  return `${tool.name} ${result.status}: ${error.code} (${error.category}, ${retry}, ${outcome}): ${error.message}`;
 }
 
 function summary(tool: HermesTool, output: Record<string, unknown>): string {
@@ -38,17 +47,6 @@ function summary(tool: HermesTool, output: Record<string, unknown>): string {
   const runId = typeof output['run_id'] === 'string' ? output['run_id'] : 'unknown';
   const status = typeof output['status'] === 'string' ? `: ${output['status']}` : '';
   return `${tool.operation} on endpoint ${tool.endpointId} done; run ${runId}${status}`;
-}
-
-/** Every result that is not `completed` carries an error; this stands in should a status without one ever appear. */
-function missingError(result: AipActionResult): AipProtocolError {
-  return {
-    code: errorCode('internal'),
-    message: `The action ended with status ${result.status} and no output`,
-    category: 'connector',
-    retryable: false,
-    details: { uncertain_outcome: true },
-  };
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

@@ -16,10 +16,12 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from 'pino';
 import { typedId } from '../internal/ids.js';
+import { errorName } from '../internal/logger.js';
 import { PACKAGE_NAME, PACKAGE_VERSION } from '../internal/package-info.js';
 import type { AipAction, AipActionResult, AipStreamChunk, ExecutionContext, HermesConnector } from '../types.js';
+import type { RunEvidence } from '../ledger/types.js';
 import { askForApproval, REFUSAL_TEXT } from './approval.js';
-import { errorText, toolResult } from './results.js';
+import { outcomeText, toolResult } from './results.js';
 import { IDEMPOTENCY_KEY_ARGUMENT, type HermesTool } from './tools.js';
 import { errorCode } from '../failures.js';
 
@@ -152,11 +154,11 @@ function logOutcome(logger: Logger, tool: HermesTool, result: AipActionResult, d
     duration_ms: durationMs,
   };
   // A cancelled request gets no response (MCP), so this line is where a cancelled mutation's uncertainty shows.
-  if (clientCancelled) logger.warn(fields, `tool call cancelled by the client; ${result.error ? errorText(tool, result.error) : 'it had completed'}`);
+  if (clientCancelled) logger.warn(fields, `tool call cancelled by the client; ${outcomeText(tool, result)}`);
   else logger.info(fields, 'tool call finished');
 }
 
-function serveEvidence(server: Server, { connector, identity }: McpServerOptions): void {
+function serveEvidence(server: Server, { connector, identity, logger }: McpServerOptions): void {
   server.setRequestHandler(ListResourcesRequestSchema, () => ({ resources: [] }));
   server.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({
     resourceTemplates: [
@@ -172,10 +174,26 @@ function serveEvidence(server: Server, { connector, identity }: McpServerOptions
   server.setRequestHandler(ReadResourceRequestSchema, async (request) => {
     const { uri } = request.params;
     const id = uri.startsWith(EVIDENCE_URI_PREFIX) ? decodeId(uri.slice(EVIDENCE_URI_PREFIX.length)) : '';
-    const evidence = id === '' ? null : await connector.evidence(id, { tenantId: identity.tenantId ?? null });
+    const evidence = id === '' ? null : await readEvidence(connector, id, identity.tenantId ?? null, logger);
     if (!evidence) throw new McpError(RESOURCE_NOT_FOUND, 'Resource not found', { uri: uri.slice(0, 600) });
     return { contents: [{ uri, mimeType: 'application/json', text: JSON.stringify(evidence, null, 2) }] };
   });
+}
+
+/**
+ * The ledger's evidence; a ledger that fails is a typed, generic error for the client (and its
+ * class name in the log): a driver's message may hold its connection string or a statement.
+ */
+async function readEvidence(connector: HermesConnector, id: string, tenantId: string | null, logger: Logger): Promise<RunEvidence | null> {
+  try {
+    return await connector.evidence(id, { tenantId });
+  } catch (error) {
+    logger.error({ err: errorName(error) }, 'run ledger failed while reading evidence');
+    throw new McpError(ErrorCode.InternalError, 'The run ledger could not be reached; try again later', {
+      code: errorCode('ledger_unavailable'),
+      retryable: true,
+    });
+  }
 }
 
 function decodeId(text: string): string {

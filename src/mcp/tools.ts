@@ -127,19 +127,20 @@ function toolInputSchema(capability: AipCapability, keyed: boolean): ToolDefinit
 
 /**
  * The SDK client validates `structuredContent` against the output schema on failed calls too,
- * so the schema admits the AIP output or a typed AIP error.
+ * so the schema admits the AIP output or the AIP result of a call that did not complete.
  */
 function toolOutputSchema(capability: AipCapability): ToolDefinition['outputSchema'] {
-  return { type: 'object', anyOf: [publishable(capability.output_schema), TOOL_ERROR_SCHEMA] };
+  return { type: 'object', anyOf: [publishable(capability.output_schema), TOOL_OUTCOME_SCHEMA] };
 }
 
-/** structuredContent of a call that did not complete: the AIP result's status, action id and error. */
-const TOOL_ERROR_SCHEMA = {
+/** structuredContent of a call that did not complete: the AIP result's status, action id, and its output and error when it has them. */
+const TOOL_OUTCOME_SCHEMA = {
   type: 'object',
-  required: ['status', 'action_id', 'error'],
+  required: ['status', 'action_id'],
   properties: {
-    status: { enum: ['failed', 'cancelled'] },
+    status: { enum: ['completed', 'failed', 'cancelled', 'pending_approval', 'requires_human'] },
     action_id: { type: 'string' },
+    output: {},
     error: {
       type: 'object',
       required: ['code', 'message', 'category', 'retryable'],

@@ -7,9 +7,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startHermesSimulator, type HermesSimulator } from 'aip-connector-hermes-agent/simulator';
 import { createHermesConnector, createMemoryLedger, type HermesConnector, type RunLedger } from '../../src/index.js';
 import { evidenceLoss } from '../../src/cli/qualify/evidence-loss.js';
-import { EndpointSession, type QualifySettings } from '../../src/cli/qualify/session.js';
-import { simulatorScripts } from '../../src/cli/qualify/simulator-scripts.js';
+import { EndpointSession } from '../../src/cli/qualify/session.js';
 import type { RunEvidencePatch, RunRef } from '../../src/ledger/types.js';
+import { ledgerOverriding, simulatorQualifySettings } from './qualify-helpers.js';
 
 const KEY = 'hk_check8_test_key_0a1b2c3d';
 const open: Array<{ close(): Promise<void> }> = [];
@@ -19,14 +19,9 @@ afterEach(async () => {
 
 /** A ledger that turns "evidence lost" into "completed": absence taken as success. */
 function ledgerThatCallsLossCompleted(inner: RunLedger): RunLedger {
-  const updateRun = (run: RunRef, patch: RunEvidencePatch) =>
-    inner.updateRun(run, patch.evidence_lost ? { updated_at: patch.updated_at, last_status: 'completed' } : patch);
-  return new Proxy(inner, {
-    get(target, property) {
-      if (property === 'updateRun') return updateRun;
-      const value = Reflect.get(target, property, target) as unknown;
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
+  return ledgerOverriding(inner, {
+    updateRun: (run: RunRef, patch: RunEvidencePatch) =>
+      inner.updateRun(run, patch.evidence_lost ? { updated_at: patch.updated_at, last_status: 'completed' } : patch),
   });
 }
 
@@ -38,16 +33,7 @@ async function sessionOver(honest: boolean, withRestart: boolean): Promise<{ ses
   const ledger = honest ? inner : ledgerThatCallsLossCompleted(inner);
   const connector: HermesConnector = createHermesConnector({ endpoints: [{ id: 'local', baseUrl: sim.url, apiKey: KEY }], ledger });
   open.push(connector);
-  const settings: QualifySettings = {
-    qualificationId: 'qual_test',
-    stepTimeoutMs: 5_000,
-    pollMs: 20,
-    approvalPrompt: 'approve me',
-    harmlessPrompt: 'ready',
-    signal: new AbortController().signal,
-    scripts: simulatorScripts('rm -rf ./scratch'),
-    ...(withRestart ? { restartProvider: () => sim.restart() } : {}),
-  };
+  const settings = simulatorQualifySettings(withRestart ? { restartProvider: () => sim.restart() } : {});
   const session = new EndpointSession({ id: 'local', baseUrl: sim.url, apiKey: KEY }, connector, ledger, settings, new Set());
   session.deadline = Date.now() + settings.stepTimeoutMs;
   session.checkId = 'evidence_loss';

@@ -117,6 +117,39 @@ describe('hermes-aip usage errors never echo an argument value', { timeout: 60_0
     }
   });
 
+  it('bad JSON in --input, --approval, @file or --config: its position and the kind of error, and no text of it', async () => {
+    const { configPath, folder } = await simulatorWithConfig();
+    const cap = 'cap:hermes_agent:local:run_status';
+    const pasted = `{"run_id": ${FAKE_KEY}}`;
+    const file = (name: string, text: string) => {
+      writeFileSync(join(folder, name), text);
+      return `@${join(folder, name)}`;
+    };
+    const badConfig = join(folder, 'bad-config.json');
+    writeFileSync(badConfig, `{\n  "endpoints": [\n    { "id": "local", "apiKeyFile": "${FAKE_KEY}\n  ]\n}\n`);
+    const cases: Array<{ args: string[]; line: string }> = [
+      { args: ['invoke', cap, '--config', configPath, '--input', pasted], line: '--input is not valid JSON: unexpected character at line 1, column 12' },
+      {
+        args: ['invoke', cap, '--config', configPath, '--input', '{"run_id":"r"}', '--approval', pasted],
+        line: '--approval is not valid JSON: unexpected character at line 1, column 12',
+      },
+      {
+        args: ['invoke', cap, '--config', configPath, '--input', file('input.json', `{\n  "run_id": "r",\n  "note": ${FAKE_KEY}\n}`)],
+        line: '--input is not valid JSON (the file named after @): unexpected character at line 3, column 11',
+      },
+      {
+        args: ['invoke', cap, '--config', configPath, '--input', '{"run_id":"r"}', '--approval', file('grant.json', `{"approvalId": "${FAKE_KEY}`)],
+        line: '--approval is not valid JSON (the file named after @): unterminated string at line 1, column 16',
+      },
+      { args: ['manifest', '--config', badConfig], line: `config file ${badConfig} is not valid JSON: control character in a string at line 3, column 77` },
+    ];
+    for (const { args, line } of cases) {
+      const run = await runCli(args);
+      expect(run.code, run.stderr).toBe(2);
+      expect(run.stderr).toBe(`hermes-aip: ${line}\n`);
+    }
+  });
+
   it('a mistyped command or option is still named, and a capability id is still shown', async () => {
     const { configPath } = await simulatorWithConfig();
     expectOneErrorLine((await runCli(['qualfy'])).stderr, /unknown command "qualfy"/);

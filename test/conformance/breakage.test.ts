@@ -1,5 +1,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createHermesConnector, type AipAction, type AipActionResult, type ExecutionContext, type HermesConnector } from '../../src/index.js';
+import { setTimeout } from 'node:timers/promises';
+import {
+  createHermesConnector,
+  type AipAction,
+  type AipActionResult,
+  type AipStreamChunk,
+  type ExecutionContext,
+  type HermesConnector,
+} from '../../src/index.js';
 import type { ConnectorFactory } from '../../src/conformance/hermes/harness.js';
 import type { ScenarioId } from '../../src/conformance/kit/types.js';
 import { simulatedTarget, type SimulatedTarget } from './helpers.js';
@@ -42,6 +50,29 @@ const BREAKAGES: Array<{ how: string; scenario: ScenarioId; assertion: string; f
     factory: brokenInvoke((inner, action, context) =>
       inner.invoke(action, context?.onChunk ? { ...context, onChunk: (chunk) => void context.onChunk?.(chunk) } : context),
     ),
+  },
+  {
+    how: 'reads the whole stream before handing any chunk to its consumer',
+    scenario: 'streaming_backpressure',
+    assertion: 'ordered_chunks',
+    factory: brokenInvoke(async (inner, action, context) => {
+      const onChunk = context?.onChunk;
+      if (!onChunk) return inner.invoke(action, context);
+      const buffered: AipStreamChunk[] = [];
+      const result = await inner.invoke(action, { ...context, onChunk: (chunk) => void buffered.push(chunk) });
+      for (const chunk of buffered) await onChunk(chunk);
+      return result;
+    }),
+  },
+  {
+    how: 'stops waiting for a slow chunk consumer after 5 ms',
+    scenario: 'streaming_backpressure',
+    assertion: 'bounded_backpressure',
+    factory: brokenInvoke((inner, action, context) => {
+      const onChunk = context?.onChunk;
+      if (!onChunk) return inner.invoke(action, context);
+      return inner.invoke(action, { ...context, onChunk: (chunk) => Promise.race([onChunk(chunk), setTimeout(5)]) });
+    }),
   },
   {
     how: 'leaks the key into error messages',

@@ -1,6 +1,7 @@
 import { createConnection, createServer, type AddressInfo, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SIM_KEY, answer, approvalRequests, call, progressMessages, simulatorWithConfig, startRun, stdioClient, toolError, writeConfig } from './helpers.js';
+import type { RunEventsOutput } from 'aip-connector-hermes-agent';
 
 const OPERATIONS = ['run_start', 'run_status', 'run_events', 'run_approval', 'run_stop'];
 
@@ -174,6 +175,28 @@ describe('hermes-aip mcp over stdio', { timeout: 60_000 }, () => {
     expect(toolError(busy).error).toMatchObject({ code: 'connector.hermes_agent.remote_temporary', retryable: false, details: { uncertain_outcome: true } });
     expect((busy.content[0] as { text: string }).text).toContain('outcome uncertain');
     await expect(client.callTool({ name: 'hermes_other_run_status', arguments: { run_id: 'x' } })).rejects.toThrow(/Unknown tool/);
+  });
+
+  it('returns a run Hermes ended with run.cancelled as the connector did: cancelled, its events and text, no invented error', async () => {
+    const { sim, configPath } = await simulatorWithConfig();
+    const { client } = await stdioClient(['--config', configPath], { elicit: answer('approve', 'stop the test run') });
+    const script = [{ type: 'delta', text: 'partial answer' }, { type: 'sleep', ms: 20_000 }, { type: 'complete' }];
+    const runId = await startRun(client, { input: 'x', sim_script: script });
+    const stopped = await call(client, 'hermes_local_run_stop', { run_id: runId });
+    expect(stopped.isError, JSON.stringify(stopped)).toBeFalsy();
+    await expect.poll(() => sim.run(runId)?.status, { timeout: 10_000 }).toBe('cancelled');
+
+    const events = await call(client, 'hermes_local_run_events', { run_id: runId });
+    expect(events.isError, JSON.stringify(events)).toBeFalsy();
+    const structured = events.structuredContent as { status: string; action_id: string; error?: unknown; output: RunEventsOutput };
+    expect(structured).toMatchObject({ status: 'cancelled', action_id: expect.stringMatching(/^act_/) });
+    expect(structured).not.toHaveProperty('error');
+    expect(structured.output).toMatchObject({ terminal: true, terminal_event: 'run.cancelled', text: 'partial answer' });
+    expect(structured.output.events.map((event) => event.event)).toEqual(['message.delta', 'run.cancelled']);
+    const text = (events.content[0] as { text: string }).text;
+    expect(text).toContain('cancelled');
+    expect(text).toContain('partial answer');
+    expect(text).not.toMatch(/internal|uncertain/);
   });
 
   it('generates an idempotency key per call when none is given, and replays a given one', async () => {

@@ -1,6 +1,6 @@
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { describe, expect, it } from 'vitest';
-import { createHermesConnector } from '../../src/index.js';
+import { createHermesConnector, type AipActionResult } from '../../src/index.js';
 import { buildTools, checkedToolNames, McpSetupError } from '../../src/mcp/tools.js';
 import { toolResult } from '../../src/mcp/results.js';
 
@@ -57,6 +57,40 @@ describe('MCP tool schemas', () => {
     expect(failed.isError).toBe(true);
     expect(validate(failed.structuredContent).valid).toBe(true);
     expect(validate({ run_id: 'run_1' }).valid).toBe(false);
+  });
+
+  it('carry every other status as the connector returned it: its output, its error or none, never an invented one', () => {
+    const events = tools.find((tool) => tool.name === 'hermes_two_run_events');
+    if (!events) throw new Error('no run_events tool');
+    const validate = validator.getValidator(events.definition.outputSchema);
+    const output = { endpoint_id: 'two', operation: 'run_events', http_status: 200, events: [], text: 'so far', terminal: false };
+    const aborted = {
+      code: 'connector.hermes_agent.cancelled',
+      message: 'cancelled by the caller',
+      category: 'temporary' as const,
+      retryable: false,
+      details: { uncertain_outcome: false },
+    };
+    const cases: Array<{ result: AipActionResult; isError: boolean }> = [
+      { result: { action_id: 'a', status: 'pending_approval', output }, isError: false },
+      { result: { action_id: 'a', status: 'requires_human' }, isError: false },
+      { result: { action_id: 'a', status: 'cancelled', output }, isError: false },
+      { result: { action_id: 'a', status: 'cancelled', output, error: aborted }, isError: true },
+      { result: { action_id: 'a', status: 'failed', output, error: { ...aborted, code: 'connector.hermes_agent.stream_failed' } }, isError: true },
+      { result: { action_id: 'a', status: 'failed' }, isError: true },
+    ];
+    for (const { result, isError } of cases) {
+      const mcp = toolResult(events, result);
+      const expected = { status: result.status, action_id: 'a', ...(result.output ? { output } : {}), ...(result.error ? { error: result.error } : {}) };
+      expect(mcp.structuredContent, result.status).toEqual(expected);
+      expect(Boolean(mcp.isError), result.status).toBe(isError);
+      expect(validate(mcp.structuredContent).valid, result.status).toBe(true);
+      const text = (mcp.content[0] as { text: string }).text;
+      expect(text).toContain(result.status);
+      expect(text).not.toContain('internal');
+      if (result.error) expect(text).toContain(result.error.code);
+      if (result.output) expect(text).toContain('Text: so far');
+    }
   });
 
   it('check their inputs the way the contract does, with idempotency_key only where the contract requires a key', () => {

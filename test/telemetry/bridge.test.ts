@@ -50,6 +50,19 @@ describe('Herm bridge telemetry', () => {
     expect(await jobGauge()).toEqual({ starting: 0, running: 0, done: 0 });
   });
 
+  it("a peer's 100,000-character tool_use_id is cut to a bounded attribute", async () => {
+    const env = await startEnv();
+    exporter.reset();
+    const sessionId = newSessionId();
+    const toolUseId = `toolu_${'u'.repeat(100_000)}`;
+    await env.bridge.handleEvent(sessionId, callTool(env.herm, sessionId, { prompt: 'Render', sim_script: scripts.quick('Done.') }, toolUseId));
+    await env.bridge.idle();
+    const [kickoff] = named('herm.bridge kickoff');
+    const recorded = kickoff?.attributes['herm.tool_use_id'] as string;
+    expect(recorded.length).toBeLessThanOrEqual(512);
+    expect(toolUseId.startsWith(recorded.replace(/…$/, ''))).toBe(true);
+  });
+
   it('recover() traces each job it resumes', async () => {
     const env = await startEnv();
     const sessionId = newSessionId();

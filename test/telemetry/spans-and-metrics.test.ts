@@ -143,6 +143,37 @@ describe('failures, replays, cancellations', () => {
     expect(childrenOf(invoke).filter((span) => span.kind === SpanKind.CLIENT)).toEqual([]);
   });
 
+  it('refused input reaches no attribute: an extra run_id on run_start, a 100,000-character run_id on run_status', async () => {
+    const { h } = await withTelemetry();
+    const canary = 'CONFIDENTIAL-otel-run-id-canary';
+    const extra = await h.invoke({ capability_id: h.cap('run_start'), input: { body: { input: 'hi' }, run_id: canary }, idempotency_key: nextId('key') });
+    const huge = await h.invoke({ capability_id: h.cap('run_status'), input: { run_id: `run_${'x'.repeat(100_000)}` } });
+    expect([extra.error?.code, huge.error?.code]).toEqual(['connector.hermes_agent.invalid_input', 'connector.hermes_agent.invalid_input']);
+    for (const span of [only('aip.invoke run_start'), only('aip.invoke run_status')]) {
+      expect(span.attributes).not.toHaveProperty('hermes.run_id');
+      const recorded = JSON.stringify([span.attributes, span.events]);
+      expect(recorded).not.toContain(canary);
+      expect(recorded).not.toContain('xxxxxxxx');
+    }
+  });
+
+  it('attributes from the verified context are bounded in length', async () => {
+    const { h } = await withTelemetry();
+    const tenantId = `tenant-${'t'.repeat(100_000)}`;
+    const traceId = `trace-${'c'.repeat(100_000)}`;
+    await h.invoke({ capability_id: h.cap('run_status'), input: { run_id: 'run_unknown' } }, { tenantId, traceId });
+    const invoke = only('aip.invoke run_status');
+    for (const [name, full] of [
+      ['aip.tenant_id', tenantId],
+      ['aip.trace_id', traceId],
+    ] as const) {
+      const value = invoke.attributes[name] as string;
+      expect(value.length, name).toBeLessThanOrEqual(512);
+      expect(full.startsWith(value.replace(/…$/, '')), name).toBe(true);
+    }
+    expect(invoke.attributes['hermes.run_id']).toBe('run_unknown');
+  });
+
   it('a replay: aip.replayed, and no request span', async () => {
     const { h } = await withTelemetry();
     const key = nextId('key');
@@ -196,6 +227,23 @@ describe('a stream to its end', () => {
         ['run.completed', 1],
       ]),
     );
+  });
+
+  it("a provider's 100,000-character event name is cut to a bounded span event attribute", async () => {
+    const { h } = await withTelemetry();
+    const name = `custom.${'e'.repeat(100_000)}`;
+    const runId = await h.startRun({
+      input: 'hi',
+      sim_script: [
+        { type: 'raw', data: `event: ${name}\ndata: {}\n\n` },
+        { type: 'complete', output: 'ok' },
+      ],
+    });
+    await h.invoke({ capability_id: h.cap('run_events'), input: { run_id: runId } });
+    const first = only('GET /v1/runs/{run_id}/events').events.find((event) => event.name === 'hermes.event.first');
+    const recorded = first?.attributes?.['hermes.event.name'] as string;
+    expect(recorded.length).toBeLessThanOrEqual(512);
+    expect(name.startsWith(recorded.replace(/…$/, ''))).toBe(true);
   });
 });
 

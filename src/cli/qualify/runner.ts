@@ -1,5 +1,6 @@
 import type { HermesConnector, RunEventsOutput, RunLedger } from '../../index.js';
 import { typedId } from '../../internal/ids.js';
+import { errorName } from '../../internal/logger.js';
 import type { LoadedEndpoint } from '../config.js';
 import type { CheckRecord, CleanupRecord, EndpointRecord } from '../evidence.js';
 import { credentialRevision } from '../../config.js';
@@ -72,7 +73,7 @@ async function runCheck(session: EndpointSession, check: Check, number: number):
     try {
       await check.run(session, evidence);
     } catch (error) {
-      reason = error instanceof CheckFailed ? error.message : `unexpected error: ${error instanceof Error ? error.message : String(error)}`;
+      reason = error instanceof CheckFailed ? error.message : `unexpected error: ${unexpectedErrorText(error)}`;
     }
     if (reason !== null && session.settings.signal.aborted) reason = `interrupted: ${reason}`;
   }
@@ -88,6 +89,18 @@ async function runCheck(session: EndpointSession, check: Check, number: number):
     duration_ms: finishedAt - startedAt,
     evidence,
   };
+}
+
+/** A short, code-like `code` (`57P01`, `ECONNREFUSED`, `SQLITE_BUSY`), as drivers and Node set it. */
+const ERROR_CODE = /^[A-Za-z0-9_.-]{1,40}$/;
+
+/**
+ * An error no check expected, by class and code only: the evidence is written to files that are
+ * shared, and a driver's message may hold its connection string or a statement.
+ */
+function unexpectedErrorText(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && ERROR_CODE.test(code) ? `${errorName(error)} (${code})` : errorName(error);
 }
 
 /**

@@ -2,6 +2,7 @@ import { createServer, request as httpRequest, type IncomingMessage, type Server
 import { request as httpsRequest } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Clock } from '../kit/types.js';
+import { TERMINAL_EVENTS } from '../../contract/hermes-vocabulary.js';
 
 /** What the proxy retains of one request: never a credential, only whether the expected one was presented. */
 export interface ProxiedRequest {
@@ -34,8 +35,31 @@ export interface RecordingProxy {
   readonly url: string;
   readonly requests: readonly ProxiedRequest[];
   arm(fault: ProxyFault): void;
+  /** Holds the next event stream at its terminal event, until released: see StreamHold. */
+  holdEventStream(): StreamHold;
   close(): Promise<void>;
 }
+
+/**
+ * The next `GET …/events` event stream, passed on as it comes up to the run's terminal event,
+ * which (with everything after it) is held until `release()`: a connector that streams hands the
+ * earlier events to its consumer meanwhile; one that reads the whole stream first cannot.
+ */
+export interface StreamHold {
+  /** Whether the terminal event has gone to the connector. */
+  readonly terminalSent: boolean;
+  /** Resolves once the terminal event reached the proxy and is held (never, if the stream has none). */
+  readonly terminalHeld: Promise<void>;
+  /** Resolves once the provider's whole stream has been handed to the connector's socket, or the connection closed. */
+  readonly delivered: Promise<void>;
+  /** Sends what was held and passes the rest of the stream through. */
+  release(): void;
+}
+
+/** The end of one SSE frame (a blank line), in any of the line endings SSE allows. */
+const FRAME_END = /\r\n\r\n|\n\n|\r\r/;
+const LINE_BREAK = /\r\n|\r|\n/;
+const EVENT_STREAM_PATH = /\/events$/;
 
 const RETAINED_HEADER = /^(x-aip-|idempotency-key$)/;
 
@@ -49,6 +73,7 @@ export async function startRecordingProxy(target: string, apiKey: string, clock:
   const upstream = new URL(target);
   const send = upstream.protocol === 'https:' ? httpsRequest : httpRequest;
   const open = new Set<IncomingMessage | ServerResponse>();
+  const holds: HeldStream[] = [];
 
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
@@ -81,7 +106,9 @@ export async function startRecordingProxy(target: string, apiKey: string, clock:
         return;
       }
       res.writeHead(record.status, providerRes.headers);
-      providerRes.pipe(res);
+      const hold = req.method === 'GET' && EVENT_STREAM_PATH.test(path) ? nextHold(holds) : undefined;
+      if (hold) hold.forward(providerRes, res);
+      else providerRes.pipe(res);
     });
     outgoing.on('error', () => res.destroy());
     // The connector leaving (a cut stream, an abort) reaches the provider as it would without the proxy.
@@ -97,12 +124,124 @@ export async function startRecordingProxy(target: string, apiKey: string, clock:
     url: `http://127.0.0.1:${port}`,
     requests,
     arm: (fault) => faults.push({ ...fault, left: fault.times ?? 1 }),
+    holdEventStream: () => {
+      const hold = new HeldStream();
+      holds.push(hold);
+      return hold;
+    },
     close: async () => {
       for (const stream of open) stream.destroy();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** One event stream's hold: the frames before the terminal event go out as they come; from it on, bytes wait for release(). */
+class HeldStream implements StreamHold {
+  #released = false;
+  #reachedTerminal = false;
+  #terminalSent = false;
+  /** An incomplete frame, kept until its end shows whether it is the terminal event. */
+  #partial: Buffer = Buffer.alloc(0);
+  readonly #held: Buffer[] = [];
+  #res: ServerResponse | undefined;
+  #providerEnded = false;
+  #terminalReached = () => {};
+  #deliveredAll = () => {};
+  readonly terminalHeld = new Promise<void>((resolve) => (this.#terminalReached = resolve));
+  readonly delivered = new Promise<void>((resolve) => (this.#deliveredAll = resolve));
+
+  get terminalSent(): boolean {
+    return this.#terminalSent;
+  }
+
+  /** Still waiting for its stream: not released before the stream came. */
+  get waiting(): boolean {
+    return !this.#released;
+  }
+
+  forward(providerRes: IncomingMessage, res: ServerResponse): void {
+    this.#res = res;
+    res.once('close', this.#deliveredAll);
+    res.once('finish', this.#deliveredAll);
+    providerRes.on('data', (chunk: Buffer) => this.#take(chunk));
+    providerRes.once('end', () => {
+      this.#providerEnded = true;
+      if (this.#released || !this.#reachedTerminal) this.#flushAndEnd();
+    });
+  }
+
+  release(): void {
+    if (this.#released) return;
+    this.#released = true;
+    this.#terminalSent ||= this.#reachedTerminal;
+    this.#res?.write(Buffer.concat([this.#partial, ...this.#held]));
+    this.#partial = Buffer.alloc(0);
+    this.#held.length = 0;
+    if (this.#providerEnded) this.#res?.end();
+  }
+
+  #take(chunk: Buffer): void {
+    if (this.#released) this.#res?.write(chunk);
+    else if (this.#reachedTerminal) this.#held.push(chunk);
+    else this.#sendBeforeTerminal(Buffer.concat([this.#partial, chunk]));
+  }
+
+  /** Writes the whole frames before the terminal event; holds the terminal frame and what follows, or keeps an incomplete frame. */
+  #sendBeforeTerminal(bytes: Buffer): void {
+    const text = bytes.toString('latin1');
+    let sent = 0;
+    for (;;) {
+      const match = FRAME_END.exec(text.slice(sent));
+      if (!match) break;
+      const end = sent + match.index + match[0].length;
+      if (isTerminalFrame(text.slice(sent, end))) {
+        this.#reachedTerminal = true;
+        this.#held.push(bytes.subarray(sent));
+        this.#terminalReached();
+        break;
+      }
+      sent = end;
+    }
+    this.#res?.write(bytes.subarray(0, sent));
+    this.#partial = this.#reachedTerminal ? Buffer.alloc(0) : bytes.subarray(sent);
+  }
+
+  /** The provider ended with nothing held: what is left goes out, and the stream ends. */
+  #flushAndEnd(): void {
+    this.#res?.write(this.#partial);
+    this.#partial = Buffer.alloc(0);
+    this.#res?.end();
+  }
+}
+
+/** Whether an SSE frame is a Hermes terminal event: named by an `event:` line, else by its JSON data's `event` (or `type`). */
+function isTerminalFrame(frame: string): boolean {
+  const lines = frame.split(LINE_BREAK);
+  const named = lines.find((line) => line.startsWith('event:'));
+  if (named !== undefined) return TERMINAL_EVENTS.has(fieldValue(named));
+  const data = lines.filter((line) => line.startsWith('data:')).map(fieldValue);
+  try {
+    const record = JSON.parse(data.join('\n')) as { event?: unknown; type?: unknown } | null;
+    const name = record?.event ?? record?.type;
+    return typeof name === 'string' && TERMINAL_EVENTS.has(name);
+  } catch {
+    return false;
+  }
+}
+
+/** An SSE line's value: after the colon, less one leading space. */
+function fieldValue(line: string): string {
+  const value = line.slice(line.indexOf(':') + 1);
+  return value.startsWith(' ') ? value.slice(1) : value;
+}
+
+/** The oldest hold still waiting for its stream; one released before its stream came (the call ended first) is dropped. */
+function nextHold(holds: HeldStream[]): HeldStream | undefined {
+  let hold = holds.shift();
+  while (hold && !hold.waiting) hold = holds.shift();
+  return hold;
 }
 
 function takeFault(faults: Array<ProxyFault & { left: number }>, method: string, path: string): ProxyFault | undefined {
