@@ -11,6 +11,7 @@ import {
   TERMINAL_STATUSES,
   dropControlState,
   emitEvent,
+  eventFrame,
   executeRun,
   finishRun,
   killRun,
@@ -63,6 +64,7 @@ function resolveOptions(options: HermesSimulatorOptions): ResolvedOptions {
     modelName: options.modelName ?? 'hermes-agent',
     maxConcurrentRuns: Math.max(0, options.maxConcurrentRuns ?? 10),
     keepaliveMs: options.keepaliveMs ?? 30_000,
+    replayRetainedEvents: options.replayRetainedEvents ?? 10_000,
     sweepIntervalMs: options.sweepIntervalMs ?? 60_000,
     streamTtlMs: options.streamTtlMs ?? 300_000,
     retentionMs: options.retentionMs ?? 3_600_000,
@@ -134,6 +136,7 @@ class HermesSimulatorServer implements HermesSimulator {
       toolInterruptLagMs: options.toolInterruptLagMs,
       streamsNeverTerminate: options.misbehaviour.streamsNeverTerminate === true,
       approvalRequestIds: this.traits.approvalRequestIds,
+      eventReplay: this.traits.eventReplay,
     };
     this.server = createServer((req, res) => {
       this.handle(req, res).catch(() => this.answerCrash(res));
@@ -502,7 +505,9 @@ class HermesSimulatorServer implements HermesSimulator {
     sendJson(res, 200, run.statusObject());
   }
 
-  private async handleEvents({ res, runId }: Exchange): Promise<void> {
+  private async handleEvents({ req, res, runId }: Exchange): Promise<void> {
+    const lastSeq = this.traits.eventReplay ? lastSeqOf(req.url ?? '') : undefined;
+    if (lastSeq !== undefined) return this.replayEvents(res, runId, lastSeq);
     const stream = await this.waitForStream(runId, res);
     if (!stream) {
       sendJson(res, 404, runNotFound(runId));
@@ -510,6 +515,29 @@ class HermesSimulatorServer implements HermesSimulator {
     }
     await streamRunEvents(res, stream, { keepaliveMs: this.options.keepaliveMs, timers: this.timers });
     // Whatever ended this subscriber, Hermes' `finally` removes the stream.
+    if (this.streams.get(runId) === stream) this.streams.delete(runId);
+  }
+
+  /**
+   * `?last_seq=N` (`later`): the retained events after N, then the live ones. A replay that would
+   * need events no longer retained starts with `replay.truncated`. Unknown runs answer 404.
+   */
+  private async replayEvents(res: ServerResponse, runId: string, lastSeq: number): Promise<void> {
+    const run = this.statuses.get(runId);
+    if (!run) return sendJson(res, 404, runNotFound(runId));
+    const retained = run.events.slice(-this.options.replayRetainedEvents);
+    const stream = new RunStream(this.timers);
+    const oldest = retained[0]?.['seq'];
+    if (typeof oldest === 'number' && oldest > lastSeq + 1) {
+      const truncated = { event: 'replay.truncated', run_id: runId, timestamp: nowSeconds(), last_seq: lastSeq, oldest_seq: oldest };
+      stream.put({ kind: 'bytes', data: eventFrame(truncated) });
+    }
+    for (const event of retained) if ((event['seq'] as number) > lastSeq) stream.put({ kind: 'bytes', data: eventFrame(event) });
+    if (run.isLive) {
+      run.stream = stream;
+      this.streams.set(runId, stream);
+    } else stream.put({ kind: 'end' });
+    await streamRunEvents(res, stream, { keepaliveMs: this.options.keepaliveMs, timers: this.timers });
     if (this.streams.get(runId) === stream) this.streams.delete(runId);
   }
 
@@ -602,6 +630,12 @@ class HermesSimulatorServer implements HermesSimulator {
     if (this.traits.stopCancelsAtOnce) finishRun(this.env, run, { status: 'cancelled' });
     sendJson(res, 200, { run_id: runId, status: 'stopping' });
   }
+}
+
+/** `?last_seq=N` of an events request: N when it is a whole number, else undefined (a plain subscription). */
+function lastSeqOf(target: string): number | undefined {
+  const value = new URL(target, 'http://simulator').searchParams.get('last_seq');
+  return value !== null && /^\d{1,15}$/.test(value) ? Number(value) : undefined;
 }
 
 /** The `later` profile's bound on an approval's `request_id` (reference §9). */

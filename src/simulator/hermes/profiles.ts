@@ -34,6 +34,11 @@ export interface ProfileTraits {
   readonly approvalRequestIds: boolean;
   /** `POST …/approval` resolves the request named by `request_id` (0.20.1 ignores the field). */
   readonly approvalsByRequestId: boolean;
+  /**
+   * Events carry `seq` (also the SSE `id:`), and `GET …/events?last_seq=N` replays the retained
+   * events after N, then goes live (an unreleased upstream branch of October 2026, issue 24).
+   */
+  readonly eventReplay: boolean;
   /** What a draining gateway does: nothing (the pin), refuse new runs with 503 (0.19.0, 0.20.1), and also interrupt live runs (`run.interrupted`). */
   readonly drain: 'none' | 'refuse-new-runs' | 'refuse-and-interrupt';
 }
@@ -55,6 +60,7 @@ export const PROFILE_TRAITS: Readonly<Record<SimulatorProfile, ProfileTraits>> =
     approvalRequestIds: false,
     approvalsByRequestId: false,
     drain: 'none',
+    eventReplay: false,
   },
   'v0.19': {
     healthVersion: `0.19.0${SIMULATOR_MARK}`,
@@ -70,6 +76,7 @@ export const PROFILE_TRAITS: Readonly<Record<SimulatorProfile, ProfileTraits>> =
     approvalRequestIds: false,
     approvalsByRequestId: false,
     drain: 'refuse-new-runs',
+    eventReplay: false,
   },
   'v0.20': {
     healthVersion: `0.20.1${SIMULATOR_MARK}`,
@@ -85,6 +92,7 @@ export const PROFILE_TRAITS: Readonly<Record<SimulatorProfile, ProfileTraits>> =
     approvalRequestIds: true,
     approvalsByRequestId: false,
     drain: 'refuse-new-runs',
+    eventReplay: false,
   },
   later: {
     healthVersion: `later${SIMULATOR_MARK}`,
@@ -100,6 +108,7 @@ export const PROFILE_TRAITS: Readonly<Record<SimulatorProfile, ProfileTraits>> =
     approvalRequestIds: true,
     approvalsByRequestId: true,
     drain: 'refuse-and-interrupt',
+    eventReplay: true,
   },
 };
 

@@ -28,6 +28,8 @@ export interface RunEnvironment {
   readonly streamsNeverTerminate?: boolean;
   /** `approval.request` carries `allow_session` and a `request_id` (Hermes 0.20.1 on). */
   readonly approvalRequestIds: boolean;
+  /** Every event carries `seq`, sent as the SSE `id:` too (the `later` profile). */
+  readonly eventReplay: boolean;
 }
 
 interface PendingApproval {
@@ -70,8 +72,11 @@ export class RunState {
   readonly sessionId: unknown;
   readonly model: unknown;
   readonly userMessage: unknown;
-  readonly stream: RunStream;
+  /** The queue events are delivered to; a replaying subscriber (`later`) gives the run a new one. */
+  stream: RunStream;
   readonly idempotencyKey: string | undefined;
+  /** The `seq` of the last event (the `later` profile numbers them from 1). */
+  lastSeq = 0;
   readonly createdAt = nowSeconds();
   updatedAt = this.createdAt;
   status = 'queued';
@@ -185,16 +190,23 @@ export class RunState {
 /** Records an event, updates `updated_at`/`last_event` (and the status if given) and delivers its frame. */
 export function emitEvent(env: RunEnvironment, run: RunState, type: string, fields: Record<string, unknown>, delivery: Delivery, status?: string): void {
   const timestamp = nowSeconds();
-  const event =
+  const event: Record<string, unknown> =
     type === 'approval.request'
       ? { ...fields, event: type, run_id: run.id, timestamp, choices: [...APPROVAL_CHOICES] }
       : { event: type, run_id: run.id, timestamp, ...fields };
+  if (env.eventReplay) event['seq'] = ++run.lastSeq;
   run.events.push(event);
   run.touch(status, type);
   if (env.streamsNeverTerminate && TERMINAL_EVENTS.has(type)) return;
   const target = delivery === 'direct' ? run.stream : env.streams.get(run.id);
   if (target !== run.stream) return;
-  target.put({ kind: 'bytes', data: `data: ${pyJson(toWireEvent(event))}\n\n` });
+  target.put({ kind: 'bytes', data: eventFrame(event) });
+}
+
+/** One SSE frame: `data: <json>`, preceded by `id: <seq>` when the event is numbered. */
+export function eventFrame(event: Record<string, unknown>): string {
+  const id = typeof event['seq'] === 'number' ? `id: ${event['seq']}\n` : '';
+  return `${id}data: ${pyJson(toWireEvent(event))}\n\n`;
 }
 
 /** Timestamps and durations are Python floats on the wire. */

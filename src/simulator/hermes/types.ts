@@ -51,6 +51,11 @@ export interface HermesSimulatorOptions {
   maxConcurrentRuns?: number;
   /** Default 30000: `: keepalive` after this much silence on an SSE stream. */
   keepaliveMs?: number;
+  /**
+   * `later` profile only: how many of a run's latest events `GET …/events?last_seq=N` can replay
+   * (default 10000); a replay that would need older ones starts with `replay.truncated`.
+   */
+  replayRetainedEvents?: number;
   /** Default 60000. */
   sweepIntervalMs?: number;
   /** Default 300000: the sweep drops streams older than this (and, at the pin, the run's control refs). */
