@@ -131,6 +131,7 @@ async function resume(
   let end = first;
   while ((end.kind === 'closed' || end.kind === 'broken') && reader.lastSeq !== undefined && (output.resumed ?? 0) < MAX_RESUMPTIONS) {
     output.resumed = (output.resumed ?? 0) + 1;
+    reader.resumedAfter = reader.lastSeq;
     let response: ProviderResponse;
     try {
       response = await openStream(call, `${path}?last_seq=${reader.lastSeq}`, headers, reader.scope);
@@ -160,6 +161,7 @@ function newReader(call: OperationCall<RunEventsInput>, output: RunEventsOutput,
     published: undefined,
     endAfterPublished: undefined,
     lastSeq: undefined,
+    resumedAfter: undefined,
   };
 }
 
@@ -220,8 +222,10 @@ interface StreamReader {
   published: Promise<void> | undefined;
   /** How the stream ends once that publication is done, when the published event ended it. */
   endAfterPublished: StreamEnd | undefined;
-  /** The highest `seq` read so far, when Hermes numbers its events: where a resumption starts, and what it must not repeat. */
+  /** The highest `seq` read so far, when Hermes numbers its events: where a resumption starts. */
   lastSeq: number | undefined;
+  /** During a resumption, the `seq` it started after: a replayed event at or below it was read already. */
+  resumedAfter: number | undefined;
 }
 
 const CLOSED: StreamEnd = { kind: 'closed' };
@@ -260,12 +264,15 @@ function takeItems(items: SseItem[], reader: StreamReader): StreamEnd | undefine
   return undefined;
 }
 
-/** Whether a numbered event was read before (a replay repeating it); otherwise remembers its number. */
+/**
+ * Whether a resumption's replay repeats an event read before it; otherwise remembers the highest
+ * number. The first subscription takes every event as it comes, numbered or not, as it always did.
+ */
 function alreadyRead(event: HermesSseEvent, reader: StreamReader): boolean {
   const seq = seqOf(event);
   if (seq === undefined) return false;
-  if (reader.lastSeq !== undefined && seq <= reader.lastSeq) return true;
-  reader.lastSeq = seq;
+  if (reader.resumedAfter !== undefined && seq <= reader.resumedAfter) return true;
+  reader.lastSeq = Math.max(seq, reader.lastSeq ?? seq);
   return false;
 }
 

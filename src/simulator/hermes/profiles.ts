@@ -26,7 +26,7 @@ export interface ProfileTraits {
   readonly sweepKeepsLiveControl: boolean;
   /** The sweep leaves a stream alone while someone is subscribed to it. */
   readonly sweepSparesSubscribedStreams: boolean;
-  /** Default approval timeout (0.18.2 reads `approvals.gateway_timeout`, 300 s; 0.19.0 `approvals.timeout`, 60 s). */
+  /** Default approval timeout (0.18.2 reads `approvals.gateway_timeout`, 300 s; 0.19.0 `approvals.timeout`, 60 s; 0.20.1 `approvals.timeout`, 300 s). */
   readonly approvalTimeoutMs: number;
   /** The 401 body: `invalid_api_key` up to 0.19.0, `gateway_auth_failed` from 0.20.1. */
   readonly authFailure: 'invalid_api_key' | 'gateway_auth_failed';
@@ -87,7 +87,8 @@ export const PROFILE_TRAITS: Readonly<Record<SimulatorProfile, ProfileTraits>> =
     durableStatuses: false,
     sweepKeepsLiveControl: true,
     sweepSparesSubscribedStreams: true,
-    approvalTimeoutMs: 60_000,
+    // 0.20.1 reads `approvals.timeout` with a default of 300 s again (read from its source, not timed here).
+    approvalTimeoutMs: 300_000,
     authFailure: 'gateway_auth_failed',
     approvalRequestIds: true,
     approvalsByRequestId: false,
