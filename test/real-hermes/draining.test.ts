@@ -4,25 +4,18 @@
  * reports `draining`: temporary, retryable, not an uncertain outcome, nothing started. 0.18.2 has
  * no drain control.
  */
-import { afterAll, beforeAll, expect, test } from 'vitest';
-import { describeEachRelease, SCENARIO_TIMEOUT_MS, START_TIMEOUT_MS, startRealEndpoint, type RealEndpoint } from './support.js';
+import { expect, test } from 'vitest';
+import { describeEachReleaseWithEndpoint, SCENARIO_TIMEOUT_MS, type RealEndpoint } from './support.js';
 
 const PREFIX = 'connector.hermes_agent.';
 /** The gateway polls its drain marker every second; this only bounds a gateway that never drains. */
 const DRAIN_POLLS = 120;
 
-describeEachRelease('real Hermes %s while its gateway drains', { timeout: SCENARIO_TIMEOUT_MS }, (version) => {
+describeEachReleaseWithEndpoint('real Hermes %s while its gateway drains', (current, version) => {
   const drains = version !== '0.18.2';
-  let endpoint: RealEndpoint;
-  beforeAll(async () => {
-    endpoint = await startRealEndpoint({ version });
-  }, START_TIMEOUT_MS);
-  afterAll(async () => {
-    await endpoint?.close();
-  }, START_TIMEOUT_MS);
 
   /** `{}` is refused with 400 while Hermes admits runs, and with 503 once it drains: no run starts either way. */
-  async function untilRefusingRuns(): Promise<number> {
+  async function untilRefusingRuns(endpoint: RealEndpoint): Promise<number> {
     let status = 0;
     for (let poll = 0; poll < DRAIN_POLLS && status !== 503; poll += 1) {
       if (poll > 0) await new Promise((resolve) => setTimeout(resolve, 250));
@@ -37,17 +30,22 @@ describeEachRelease('real Hermes %s while its gateway drains', { timeout: SCENAR
     return status;
   }
 
-  test.skipIf(!drains)('a start is refused as draining, with retry_after_ms from Retry-After', async () => {
-    await endpoint.hermes.requestDrain();
-    expect(await untilRefusingRuns()).toBe(503);
-    const { h } = endpoint;
-    const result = await h.invoke({
-      capability_id: h.cap('run_start'),
-      input: { body: { input: 'Reply with the single word: late' } },
-      idempotency_key: `drain-${version}`,
-    });
-    expect(result.status).toBe('failed');
-    expect(result.error).toMatchObject({ code: `${PREFIX}draining`, category: 'temporary', retryable: true, retry_after_ms: 1000 });
-    expect(result.error?.details).toMatchObject({ remote_status: 503, provider_code: 'gateway_draining', uncertain_outcome: false });
-  });
+  test.skipIf(!drains)(
+    'a start is refused as draining, with retry_after_ms from Retry-After',
+    async () => {
+      const endpoint = current();
+      await endpoint.hermes.requestDrain();
+      expect(await untilRefusingRuns(endpoint)).toBe(503);
+      const { h } = endpoint;
+      const result = await h.invoke({
+        capability_id: h.cap('run_start'),
+        input: { body: { input: 'Reply with the single word: late' } },
+        idempotency_key: `drain-${version}`,
+      });
+      expect(result.status).toBe('failed');
+      expect(result.error).toMatchObject({ code: `${PREFIX}draining`, category: 'temporary', retryable: true, retry_after_ms: 1000 });
+      expect(result.error?.details).toMatchObject({ remote_status: 503, provider_code: 'gateway_draining', uncertain_outcome: false });
+    },
+    SCENARIO_TIMEOUT_MS,
+  );
 });

@@ -45,6 +45,23 @@ export interface ProfileTraits {
 
 const SIMULATOR_MARK = '+aip-simulator';
 
+const V0_19: ProfileTraits = {
+  healthVersion: `0.19.0${SIMULATOR_MARK}`,
+  stopCancelsAtOnce: false,
+  stopAnswersFinishedRuns: false,
+  gateCounts: 'live-runs',
+  idempotentStarts: false,
+  durableStatuses: false,
+  sweepKeepsLiveControl: true,
+  sweepSparesSubscribedStreams: true,
+  approvalTimeoutMs: 60_000,
+  authFailure: 'invalid_api_key',
+  approvalRequestIds: false,
+  approvalsByRequestId: false,
+  drain: 'refuse-new-runs',
+  eventReplay: false,
+};
+
 export const PROFILE_TRAITS: Readonly<Record<SimulatorProfile, ProfileTraits>> = {
   pin: {
     healthVersion: `0.18.2${SIMULATOR_MARK}`,
@@ -62,38 +79,15 @@ export const PROFILE_TRAITS: Readonly<Record<SimulatorProfile, ProfileTraits>> =
     drain: 'none',
     eventReplay: false,
   },
-  'v0.19': {
-    healthVersion: `0.19.0${SIMULATOR_MARK}`,
-    stopCancelsAtOnce: false,
-    stopAnswersFinishedRuns: false,
-    gateCounts: 'live-runs',
-    idempotentStarts: false,
-    durableStatuses: false,
-    sweepKeepsLiveControl: true,
-    sweepSparesSubscribedStreams: true,
-    approvalTimeoutMs: 60_000,
-    authFailure: 'invalid_api_key',
-    approvalRequestIds: false,
-    approvalsByRequestId: false,
-    drain: 'refuse-new-runs',
-    eventReplay: false,
-  },
+  'v0.19': V0_19,
+  // 0.20.1 as measured by fidelity.test.ts against 0.19.0's traits.
   'v0.20': {
+    ...V0_19,
     healthVersion: `0.20.1${SIMULATOR_MARK}`,
-    stopCancelsAtOnce: false,
-    stopAnswersFinishedRuns: false,
-    gateCounts: 'live-runs',
-    idempotentStarts: false,
-    durableStatuses: false,
-    sweepKeepsLiveControl: true,
-    sweepSparesSubscribedStreams: true,
     // 0.20.1 reads `approvals.timeout` with a default of 300 s again (read from its source, not timed here).
     approvalTimeoutMs: 300_000,
     authFailure: 'gateway_auth_failed',
     approvalRequestIds: true,
-    approvalsByRequestId: false,
-    drain: 'refuse-new-runs',
-    eventReplay: false,
   },
   later: {
     healthVersion: `later${SIMULATOR_MARK}`,
