@@ -7,7 +7,7 @@ import { ChunkPublisher } from './chunks.js';
 import { resolveConfig, type ResolvedConfig } from './config.js';
 import { HermesFailure, toProtocolError } from './failures.js';
 import { EndpointPools } from './transport/http.js';
-import { typedId } from './internal/ids.js';
+import { isStorableId, typedId } from './internal/ids.js';
 import { SlotList } from './internal/slot-list.js';
 import { type GuardedOutcome, IdempotencyGuard } from './ledger/idempotency.js';
 import { instrumentLedger } from './ledger/instrumented.js';
@@ -18,7 +18,7 @@ import { connectorLogger, errorName, invocationLogger } from './internal/logger.
 import { OPERATIONS } from './operations/index.js';
 import { MAX_JSON_DEPTH, MAX_JSON_VALUES, plainJsonCopy, type NotPlainJson } from './internal/plain-json.js';
 import type { OperationCall, OperationOutcome } from './operations/operation.js';
-import { checkContext, checkIdempotencyKeyFormat, enforceGates } from './contract/policy.js';
+import { checkActionId, checkContext, checkIdempotencyKeyFormat, enforceGates } from './contract/policy.js';
 import { CapabilityRegistry, capabilityId, implementationSupport, type CapabilityEntry } from './contract/registry.js';
 import { describeSchemaErrors, schemaCatalog } from './contract/schemas.js';
 import { InvocationTrace, Telemetry } from './telemetry.js';
@@ -45,6 +45,10 @@ export function createHermesConnector(options: HermesConnectorOptions): HermesCo
       now: config.now,
       leaseMs: config.idempotencyLeaseMs,
       onLedgerError: (error, stage) => logger.error({ err: errorName(error), stage }, 'run ledger failed'),
+      onLateWrite: (write, outcome) =>
+        outcome === 'written'
+          ? logger.warn({ write }, 'run ledger write succeeded late')
+          : logger.error({ write }, 'run ledger write given up: the claim is left to expire, and replays will answer outcome_unknown'),
     }),
     openCalls,
   };
@@ -72,19 +76,25 @@ export function createHermesConnector(options: HermesConnectorOptions): HermesCo
           const plain = toPlainJson(action);
           // Only the run_stop built here carries the host's cancel authority; anything else goes
           // through the ordinary pipeline, which answers with its typed refusal.
-          if (!plain.ok) return run(action, context, false);
+          if (!plain.ok || !identifiable(plain.value, context)) return run(action, context, false);
           const plan = await stopActionFor(deps, plain.value, context).catch(() => ({ stop: undefined }));
           if (plan === null) return null;
           return plan.stop ? run(plan.stop, context, true) : run(plain.value, context, false);
         })(),
       ),
-    evidence: async (actionIdOrRunId, options) => ledger.evidence(actionIdOrRunId, evidenceTenant(options)),
+    evidence: async (actionIdOrRunId, options) => {
+      const tenantId = evidenceTenant(options);
+      // No ledger holds such an id (the pipeline refuses it), and PostgreSQL would reject the query.
+      if (!storableOrNotText(actionIdOrRunId) || !storableOrNotText(tenantId)) return null;
+      return ledger.evidence(actionIdOrRunId, tenantId);
+    },
     reconcile: () => track(reconcileOpenRuns(deps, (action, context) => run(action, context, false))),
     async close() {
       if (openCalls.closed) return;
       openCalls.close();
       deps.guard.close();
       await Promise.allSettled(inFlight.items.map((entry) => entry.work));
+      await deps.guard.drained();
       await deps.pools.close();
       await ownLedger?.close();
     },
@@ -181,6 +191,7 @@ function admit(
   admission: Admission,
 ): AdmittedAction {
   const action = checkAction(plainAction);
+  checkActionId(action);
   const entry = deps.registry.resolve(action.capability_id);
   if (!entry) throw new HermesFailure('unsupported_capability', 'No capability of this connector has that id');
   admission.entry = entry;
@@ -556,4 +567,18 @@ async function knownFinished(deps: PipelineDeps, entry: CapabilityEntry, runId: 
     deps.logger.error({ err: errorName(error) }, 'run ledger failed while looking up the run to cancel');
     return false;
   }
+}
+
+/** Whether cancel() can look the action up in the ledger: an action id or tenant no ledger could hold goes to the pipeline's refusal instead. */
+function identifiable(action: unknown, context: ExecutionContext | undefined): boolean {
+  try {
+    checkActionId(action as { id?: unknown });
+    return storableOrNotText(context?.tenantId);
+  } catch {
+    return false;
+  }
+}
+
+function storableOrNotText(value: unknown): boolean {
+  return typeof value !== 'string' || isStorableId(value);
 }

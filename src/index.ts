@@ -11,6 +11,8 @@ export type {
   RunLedger,
   RunRef,
   GrantUse,
+  MessageClaim,
+  ApprovalImport,
   EvidenceWrite,
   MemoryLedgerOptions,
   SqliteLedgerOptions,

@@ -3,7 +3,7 @@ import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import { ConnectorConfigError, isRunLedger, resolveTelemetry } from '../config.js';
-import { typedId } from '../internal/ids.js';
+import { isStorableId, typedId } from '../internal/ids.js';
 import { createMemoryLedger } from '../ledger/memory.js';
 import { TERMINAL_STATUSES } from '../contract/hermes-vocabulary.js';
 import type { BridgeJob, BridgeJobPatch, RunLedger } from '../ledger/types.js';
@@ -137,6 +137,8 @@ export function createHermBridge(options: HermBridgeOptions): HermBridge {
   /** Jobs held by other bridges that recover() waits to take over. */
   const takeovers = new Set<Promise<void>>();
   const { bridgeId, jobLeaseMs } = settings;
+  /** Jobs, like the runs they start, belong to the bridge's verified tenant. */
+  const tenantId = options.context?.tenantId ?? null;
   let closed: Promise<void> | undefined;
   const now = () => Date.now();
   const cap = (operation: OperationName) => capabilityId(endpointId, operation);
@@ -149,7 +151,7 @@ export function createHermBridge(options: HermBridgeOptions): HermBridge {
       countJob(patch.state, 1);
     }
     Object.assign(job, patch, { updated_at: now() });
-    return ledger.updateJob(job.session_id, job.tool_use_id, { ...patch, updated_at: job.updated_at });
+    return ledger.updateJob(job.session_id, job.tool_use_id, { ...patch, updated_at: job.updated_at }, tenantId);
   };
   /** A bridge step in its own span (`herm.bridge <step>`); the connector's invocations inside it are its children. */
   const traced = <T>(step: string, job: BridgeJob, work: () => Promise<T>): Promise<T> => {
@@ -193,7 +195,7 @@ export function createHermBridge(options: HermBridgeOptions): HermBridge {
   function holdLease(job: BridgeJob): { release(): Promise<void> } {
     const where = { session_id: job.session_id, tool_use_id: job.tool_use_id };
     const renew = () =>
-      ledger.renewJobLease(job.session_id, job.tool_use_id, bridgeId, now() + jobLeaseMs).then(
+      ledger.renewJobLease(job.session_id, job.tool_use_id, bridgeId, now() + jobLeaseMs, tenantId).then(
         (held) => held || logger.warn(where, 'herm job lease lost: another bridge may have taken the job over'),
         (error: unknown) => logger.error({ ...where, err: errorName(error) }, 'herm job lease renewal failed'),
       );
@@ -203,7 +205,7 @@ export function createHermBridge(options: HermBridgeOptions): HermBridge {
       async release() {
         clearInterval(timer);
         if (job.state === 'done') return;
-        await ledger.renewJobLease(job.session_id, job.tool_use_id, bridgeId, now()).catch(() => false);
+        await ledger.renewJobLease(job.session_id, job.tool_use_id, bridgeId, now(), tenantId).catch(() => false);
       },
     };
   }
@@ -215,9 +217,9 @@ export function createHermBridge(options: HermBridgeOptions): HermBridge {
       // At least a short pause: a lease that looks expired here but was not claimable is being renewed.
       await sleep(Math.max((job.lease_expires_at ?? 0) - now(), MIN_TAKEOVER_WAIT_MS), closing.signal);
       if (closing.signal.aborted) return;
-      const claimed = await ledger.claimJob(job.session_id, job.tool_use_id, bridgeId, now(), now() + jobLeaseMs);
+      const claimed = await ledger.claimJob(job.session_id, job.tool_use_id, bridgeId, now(), now() + jobLeaseMs, tenantId);
       if (claimed) return drive(claimed, recoverJob);
-      job = await ledger.job(job.session_id, job.tool_use_id);
+      job = await ledger.job(job.session_id, job.tool_use_id, tenantId);
     }
   }
 
@@ -386,6 +388,7 @@ export function createHermBridge(options: HermBridgeOptions): HermBridge {
     const key = idempotencyKeyOf(sessionId, event.tool_use_id);
     const created = now();
     const job: BridgeJob = {
+      tenant_id: tenantId,
       session_id: sessionId,
       tool_use_id: event.tool_use_id,
       tool_name: event.name,
@@ -403,7 +406,7 @@ export function createHermBridge(options: HermBridgeOptions): HermBridge {
       lease_owner: bridgeId,
       lease_expires_at: created + jobLeaseMs,
     };
-    if (!(await ledger.createJob(job))) return ledger.job(sessionId, event.tool_use_id); // a redelivery: never a second run
+    if (!(await ledger.createJob(job))) return ledger.job(sessionId, event.tool_use_id, tenantId); // a redelivery: never a second run
     // The whole job runs under drive() from here, so recover() can never pick it up half-started.
     let answered!: () => void;
     const kickoffSettled = new Promise<void>((resolve) => (answered = resolve));
@@ -446,7 +449,7 @@ export function createHermBridge(options: HermBridgeOptions): HermBridge {
   async function resumeJob(job: BridgeJob): Promise<void> {
     if (job.run_id === null) {
       // The process stopped during the start. Only the connector's own evidence can say whether a run exists.
-      const evidence = await connector.evidence(job.action_id);
+      const evidence = await connector.evidence(job.action_id, { tenantId });
       if (!evidence) {
         await update(job, { state: 'running', kickoff: job.kickoff === 'pending' ? 'skipped' : job.kickoff });
         return finish(job, {
@@ -478,9 +481,9 @@ export function createHermBridge(options: HermBridgeOptions): HermBridge {
     async handleEvent(sessionId, event) {
       if (closing.signal.aborted) throw new Error('the Herm bridge is closed');
       const toolUse = asToolUse(event);
-      if (typeof sessionId !== 'string' || sessionId === '' || !toolUse) return null;
+      if (typeof sessionId !== 'string' || sessionId === '' || !isStorableId(sessionId) || !toolUse) return null;
       const running = active.get(`${sessionId}\n${toolUse.tool_use_id}`);
-      if (running) return ledger.job(sessionId, toolUse.tool_use_id);
+      if (running) return ledger.job(sessionId, toolUse.tool_use_id, tenantId);
       return handleToolUse(sessionId, toolUse);
     },
     subscribe(sessionId, subscribeOptions = {}) {
@@ -498,8 +501,8 @@ export function createHermBridge(options: HermBridgeOptions): HermBridge {
       while (active.size > 0 || approvals.size > 0 || takeovers.size > 0) await Promise.allSettled([...active.values(), ...approvals, ...takeovers]);
     },
     async recover() {
-      for (const job of await ledger.unfinishedJobs()) {
-        const claimed = await ledger.claimJob(job.session_id, job.tool_use_id, bridgeId, now(), now() + jobLeaseMs);
+      for (const job of await ledger.unfinishedJobs(tenantId)) {
+        const claimed = await ledger.claimJob(job.session_id, job.tool_use_id, bridgeId, now(), now() + jobLeaseMs, tenantId);
         if (claimed) void drive(claimed, recoverJob);
         else {
           // Held by another live bridge (or finished since it was listed: takeOver sees that).
@@ -566,6 +569,8 @@ function asToolUse(event: unknown): HermToolUseEvent | undefined {
   const candidate = event as Partial<HermToolUseEvent> | null;
   if (candidate?.type !== 'agent.custom_tool_use') return undefined;
   if (typeof candidate.tool_use_id !== 'string' || candidate.tool_use_id === '' || typeof candidate.name !== 'string') return undefined;
+  // Stored in the job record as given: ids a ledger cannot hold exactly are not tool calls the bridge can track.
+  if (!isStorableId(candidate.tool_use_id)) return undefined;
   const input = candidate.input;
   if (input === null || typeof input !== 'object' || Array.isArray(input)) return undefined;
   return candidate as HermToolUseEvent;
@@ -588,6 +593,9 @@ function resolveBridgeOptions(options: HermBridgeOptions) {
   const route = options.streamRoute ?? DEFAULT_STREAM_ROUTE;
   if (options.ledger !== undefined && !isRunLedger(options.ledger))
     throw invalid('`ledger` must be a RunLedger (createMemoryLedger, createSqliteLedger, createPostgresLedger)');
+  const tenantId = options.context?.tenantId;
+  if (tenantId !== undefined && (typeof tenantId !== 'string' || tenantId === '' || !isStorableId(tenantId)))
+    throw invalid('`context.tenantId` must be a non-empty string of well-formed Unicode without NUL characters');
   const bridgeId = options.bridgeId ?? `bridge_${randomBytes(12).toString('hex')}`;
   if (typeof bridgeId !== 'string' || !/^[\x21-\x7e]{1,128}$/.test(bridgeId)) throw invalid('`bridgeId` must be 1-128 visible ASCII characters');
   const jobLeaseMs = options.jobLeaseMs ?? DEFAULT_JOB_LEASE_MS;

@@ -11,8 +11,9 @@ Commands:
   simulate   Run the Hermes simulator until interrupted
   fake-model Run a fake OpenAI-compatible model (for a real Hermes on loopback) until interrupted
   mcp        Serve the capabilities as MCP tools (stdio, or Streamable HTTP on 127.0.0.1)
+  host       Serve the capabilities to an AIP runtime as a remote connector host (aip.native.http.v1)
 
-Configuration (manifest, invoke, qualify, conformance, mcp):
+Configuration (manifest, invoke, qualify, conformance, mcp, host):
   --config FILE   { "endpoints": [ { "id", "baseUrl", "apiKeyFile" | "apiKeyEnv", "tenantId"?, "displayName"? } ] }
                   A relative apiKeyFile is resolved against the config file's folder.
   Without --config, HERMES_BASE_URL and HERMES_API_KEY configure one endpoint with id "default".
@@ -161,4 +162,29 @@ Options:
   --port N          Port for --http (default 8643; 0 picks a free port, logged on stderr)
   --no-approvals    Never ask: run_approval and run_stop always answer approval_required
   -h, --help        Show this help
+`;
+
+export const HOST_HELP = `Usage: hermes-aip host [--config FILE] [--print-did]
+
+Serves every capability of every endpoint to an AIP runtime as a remote connector host, as the
+reference host (getaip/core) does: POST /aip/v1/messages (signed native AIP envelopes),
+GET /aip/v1/manifest, /health, /ready and /metrics. It registers with the control plane, holds
+its lease by heartbeat, is ready only with a valid lease, and on SIGTERM or SIGINT drains: no new
+actions, "drain", in-flight actions finish within the drain timeout (the rest are cancelled),
+then "offline" and exit.
+
+Settings: the reference bootstrap's AIP_CONNECTOR_HOST_* variables (see docs/aip-host.md), e.g.
+  AIP_CONNECTOR_HOST_BIND (0.0.0.0:8081), _PUBLIC_ENDPOINT (ends in /aip/v1/messages),
+  _CONTROL_ENDPOINT, _CONTROL_DID[_FILE], _CALLBACK_ENDPOINT, _SIGNING_SEED_FILE (owner-only,
+  64 hex), _GATEWAY_PRINCIPAL_ID, _GATEWAY_DID[_FILE], _TRUST_DOMAIN, _TENANT_ID, _TYPE_ID,
+  _VERSION_ID, _INSTANCE_ID, _REPLICA_ID, _MEMBERSHIP_ID, _ARTIFACT_DIGEST, _SECRET_PROVIDER_REF,
+  _MAX_IN_FLIGHT (32), _LEASE_TTL_MS (30000), _HEARTBEAT_MS (10000), _DRAIN_TIMEOUT_MS (30000).
+A bad setting is one line naming the variable, exit 2, before anything listens.
+The run ledger must be durable: AIP_CONNECTOR_HOST_DATABASE_URL_FILE (an owner-only file holding
+a PostgreSQL URL), else the config file's "ledger" or HERMES_LEDGER.
+
+Options:
+  --config FILE   Endpoints file (default: HERMES_BASE_URL and HERMES_API_KEY)
+  --print-did     Print the host's did:key (needs only AIP_CONNECTOR_HOST_SIGNING_SEED_FILE) and exit
+  -h, --help      Show this help
 `;

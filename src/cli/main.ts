@@ -4,7 +4,8 @@
  * `qualify` runs the seed's eight integration checks and keeps the evidence, `conformance` runs
  * the AIP conformance kit's thirteen behaviour checks, `simulate` runs the Hermes simulator,
  * `fake-model` an OpenAI-compatible fake model for running the real Hermes, `mcp` serves the
- * capabilities as MCP tools. Every error is one line on stderr and a non-zero exit code.
+ * capabilities as MCP tools, `host` serves them to an AIP runtime as a remote connector host
+ * (aip.native.http.v1). Every error is one line on stderr and a non-zero exit code.
  */
 import { PACKAGE_NAME, PACKAGE_VERSION } from '../internal/package-info.js';
 import { describeError, EXIT, UsageError } from './errors.js';
@@ -23,6 +24,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   simulate: async () => (await import('./simulate.js')).simulateCommand,
   'fake-model': async () => (await import('./fake-model.js')).fakeModelCommand,
   mcp: async () => (await import('../mcp/command.js')).mcpCommand,
+  host: async () => (await import('../host/command.js')).hostCommand,
 };
 
 async function main(argv: string[]): Promise<number> {

@@ -47,6 +47,8 @@ export interface AipReceipt {
   idempotency_key?: string;
   started_at: string;
   completed_at: string;
+  /** `write_failed`: the run ledger could not record this outcome when it was returned (it keeps trying; see the README's Run ledger). */
+  ledger?: 'write_failed';
   [field: string]: unknown;
 }
 

@@ -1,6 +1,7 @@
 import { canonicalJson } from '../internal/canonical-json.js';
 import type { ResolvedEndpoint } from '../config.js';
 import { HermesFailure } from '../failures.js';
+import { isStorableId } from '../internal/ids.js';
 import { isValidIdempotencyKey } from '../transport/headers.js';
 import type { OperationDeclaration } from './schemas.js';
 import type { AipAction, ApprovalGrant, ExecutionContext } from '../types.js';
@@ -46,6 +47,11 @@ function checkContextFields(context: unknown): ExecutionContext {
   }
   // The ledger stores "no tenant" as the empty scope: an empty tenant id would share it.
   if (c.tenantId === '') throw invalidContext('tenantId must not be empty');
+  for (const field of ['tenantId', 'sessionId'] as const) {
+    if (c[field] !== undefined && !isStorableId(c[field] as string)) throw invalidContext(`${field} ${NOT_STORABLE}`);
+  }
+  const approvalId = readableApprovalId(c.approval);
+  if (typeof approvalId === 'string' && !isStorableId(approvalId)) throw invalidContext(`the approval's approvalId ${NOT_STORABLE}`);
   if (c.actor !== undefined) {
     const actor = c.actor as Record<string, unknown> | null;
     if (
@@ -61,6 +67,13 @@ function checkContextFields(context: unknown): ExecutionContext {
   if (c.signal !== undefined && !(c.signal instanceof AbortSignal)) throw invalidContext('signal must be an AbortSignal');
   if (c.onChunk !== undefined && typeof c.onChunk !== 'function') throw invalidContext('onChunk must be a function');
   return c as ExecutionContext;
+}
+
+const NOT_STORABLE = 'must be well-formed Unicode without NUL characters (the run ledger could not store it as given)';
+
+/** The action id is stored in the ledger as given, so it must be text every ledger holds exactly. */
+export function checkActionId(action: { id?: unknown }): void {
+  if (typeof action.id === 'string' && !isStorableId(action.id)) throw new HermesFailure('invalid_input', `The action id ${NOT_STORABLE}`);
 }
 
 /** Checks the AIP envelope fields the connector relies on, beyond the action schema. */
@@ -138,6 +151,15 @@ function sameJson(a: unknown, b: unknown): boolean {
     return canonicalJson(a) === canonicalJson(b);
   } catch {
     return false;
+  }
+}
+
+/** The grant's approvalId if it can be read; a grant that cannot is refused later as the approval gate's own failure. */
+function readableApprovalId(approval: unknown): unknown {
+  try {
+    return (approval as { approvalId?: unknown } | null | undefined)?.approvalId;
+  } catch {
+    return undefined;
   }
 }
 

@@ -14,5 +14,7 @@ export type {
   RunEvidencePatch,
   RunRef,
   GrantUse,
+  MessageClaim,
+  ApprovalImport,
   EvidenceWrite,
 } from './types.js';

@@ -3,6 +3,7 @@ import type { AipActionResult } from '../types.js';
 import { pickEvidence } from './evidence.js';
 import { isOpen, isSettled } from './run-status.js';
 import type {
+  ApprovalImport,
   BridgeJob,
   ClaimRequest,
   ClaimResult,
@@ -36,6 +37,9 @@ export function createMemoryLedger(options: MemoryLedgerOptions = {}): RunLedger
   const maxRuns = positiveOption(options.maxRuns, DEFAULT_MAX_RUNS, 'maxRuns');
   const records = new Map<string, IdempotencyRecord>();
   const grants = new Map<string, GrantUse>();
+  /** message_id → expires_at of the message ids claimed. */
+  const messages = new Map<string, number>();
+  const approvals = new Map<string, ApprovalImport>();
   /** (tenant, action) → binding, in recording order (a re-recorded binding moves to the end). */
   const runs = new Map<string, RunEvidence>();
   /** action_id and run_id → the keys of the bindings that carry it, so lookups never scan. */
@@ -56,7 +60,7 @@ export function createMemoryLedger(options: MemoryLedgerOptions = {}): RunLedger
     unindex(evidence.run_id, key);
   };
   const jobs = new Map<string, BridgeJob>();
-  const jobKey = (sessionId: string, toolUseId: string) => JSON.stringify([sessionId, toolUseId]);
+  const jobKey = (sessionId: string, toolUseId: string, tenantId: string | null | undefined) => JSON.stringify([tenantId ?? null, sessionId, toolUseId]);
   const keyOf = (scope: IdempotencyScope) => JSON.stringify([scope.capability_id, scope.idempotency_key]);
   const owned = (scope: IdempotencyScope, owner: string) => {
     const record = records.get(keyOf(scope));
@@ -67,6 +71,8 @@ export function createMemoryLedger(options: MemoryLedgerOptions = {}): RunLedger
     for (const [key, evidence] of runs) if (evidence.updated_at <= now - retentionMs) dropRun(key);
     for (const [key, job] of jobs) if (job.state === 'done' && job.updated_at <= now - retentionMs) jobs.delete(key);
     for (const [key, use] of grants) if (use.expires_at <= now) grants.delete(key);
+    for (const [id, expiresAt] of messages) if (expiresAt <= now) messages.delete(id);
+    for (const [key, record] of approvals) if (record.expires_at <= now) approvals.delete(key);
   };
   const recordRun = (evidence: RunEvidence) => {
     const key = bindingKey(evidence.tenant_id, evidence.action_id);
@@ -143,6 +149,18 @@ export function createMemoryLedger(options: MemoryLedgerOptions = {}): RunLedger
       dropStale(now);
       return purged;
     },
+    async claimMessage(claim, now) {
+      const standing = messages.get(claim.message_id);
+      if (standing !== undefined && standing > now) return false;
+      messages.set(claim.message_id, claim.expires_at);
+      return true;
+    },
+    async importApproval(record) {
+      const key = JSON.stringify([record.tenant_id, record.approval_id]);
+      const standing = approvals.get(key) ?? record;
+      approvals.set(key, standing);
+      return copy(standing);
+    },
     async useGrant(use) {
       const key = JSON.stringify([use.tenant_id, use.approval_id]);
       const standing = grants.get(key) ?? use;
@@ -164,35 +182,35 @@ export function createMemoryLedger(options: MemoryLedgerOptions = {}): RunLedger
       return [...runs.values()].filter(isOpen).map(copy);
     },
     async createJob(job) {
-      const key = jobKey(job.session_id, job.tool_use_id);
+      const key = jobKey(job.session_id, job.tool_use_id, job.tenant_id);
       if (jobs.has(key)) return false;
-      jobs.set(key, copy(job));
+      jobs.set(key, { ...copy(job), tenant_id: job.tenant_id ?? null });
       return true;
     },
-    async updateJob(sessionId, toolUseId, patch) {
-      const job = jobs.get(jobKey(sessionId, toolUseId));
+    async updateJob(sessionId, toolUseId, patch, tenantId) {
+      const job = jobs.get(jobKey(sessionId, toolUseId, tenantId));
       if (job) assignDefined(job, patch);
     },
-    async job(sessionId, toolUseId) {
-      const job = jobs.get(jobKey(sessionId, toolUseId));
+    async job(sessionId, toolUseId, tenantId) {
+      const job = jobs.get(jobKey(sessionId, toolUseId, tenantId));
       return job ? copy(job) : null;
     },
-    async unfinishedJobs() {
+    async unfinishedJobs(tenantId) {
       return [...jobs.values()]
-        .filter((job) => job.state !== 'done')
+        .filter((job) => job.state !== 'done' && job.tenant_id === (tenantId ?? null))
         .sort((a, b) => a.created_at - b.created_at)
         .map(copy);
     },
-    async claimJob(sessionId, toolUseId, owner, now, leaseExpiresAt) {
-      const job = jobs.get(jobKey(sessionId, toolUseId));
+    async claimJob(sessionId, toolUseId, owner, now, leaseExpiresAt, tenantId) {
+      const job = jobs.get(jobKey(sessionId, toolUseId, tenantId));
       if (!job || job.state === 'done') return null;
       const free = job.lease_owner === null || job.lease_owner === owner || job.lease_expires_at === null || job.lease_expires_at <= now;
       if (!free) return null;
       Object.assign(job, { lease_owner: owner, lease_expires_at: leaseExpiresAt });
       return copy(job);
     },
-    async renewJobLease(sessionId, toolUseId, owner, leaseExpiresAt) {
-      const job = jobs.get(jobKey(sessionId, toolUseId));
+    async renewJobLease(sessionId, toolUseId, owner, leaseExpiresAt, tenantId) {
+      const job = jobs.get(jobKey(sessionId, toolUseId, tenantId));
       if (job?.lease_owner !== owner) return false;
       job.lease_expires_at = leaseExpiresAt;
       return true;

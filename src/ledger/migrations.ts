@@ -115,6 +115,67 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX approval_grant_uses_expires_at ON approval_grant_uses (expires_at)`,
     ],
   },
+  {
+    version: 5,
+    // Jobs become per tenant like bindings: two tenants' Herm sessions may use the same session and
+    // tool-use ids, and a bridge recovers only its own tenant's jobs. The table is rebuilt (a new
+    // primary key); an existing job takes the tenant of the one tenant that bound its action id, if
+    // any (a job whose start left no binding belongs to no tenant).
+    statements: [
+      `CREATE TABLE herm_jobs_v5 (
+        tenant_scope TEXT NOT NULL,
+        tenant_id TEXT,
+        session_id TEXT NOT NULL,
+        tool_use_id TEXT NOT NULL,
+        tool_name TEXT NOT NULL,
+        tool_input TEXT NOT NULL,
+        action_id TEXT NOT NULL,
+        idempotency_key TEXT NOT NULL,
+        run_id TEXT,
+        state TEXT NOT NULL,
+        kickoff TEXT NOT NULL,
+        kickoff_event_id TEXT,
+        final_status TEXT,
+        final_event_id TEXT,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        lease_owner TEXT,
+        lease_expires_at BIGINT,
+        PRIMARY KEY (tenant_scope, session_id, tool_use_id)
+      )`,
+      `INSERT INTO herm_jobs_v5 (tenant_scope, tenant_id, session_id, tool_use_id, tool_name, tool_input, action_id, idempotency_key, run_id, state,
+         kickoff, kickoff_event_id, final_status, final_event_id, created_at, updated_at, lease_owner, lease_expires_at)
+       SELECT COALESCE(owner.tenant_scope, ''), owner.tenant_id, j.session_id, j.tool_use_id, j.tool_name, j.tool_input, j.action_id, j.idempotency_key,
+         j.run_id, j.state, j.kickoff, j.kickoff_event_id, j.final_status, j.final_event_id, j.created_at, j.updated_at, j.lease_owner, j.lease_expires_at
+       FROM herm_jobs j LEFT JOIN (
+         SELECT action_id, MIN(tenant_scope) AS tenant_scope, MIN(tenant_id) AS tenant_id FROM run_bindings
+         GROUP BY action_id HAVING COUNT(DISTINCT tenant_scope) = 1
+       ) owner ON owner.action_id = j.action_id`,
+      `DROP TABLE herm_jobs`,
+      `ALTER TABLE herm_jobs_v5 RENAME TO herm_jobs`,
+      `CREATE INDEX herm_jobs_state ON herm_jobs (tenant_scope, state)`,
+    ],
+  },
+  {
+    version: 6,
+    // The AIP connector host's replay store: every replica on the database refuses a message id
+    // another one accepted, and a restarted host still does, until the id's window closes. And the
+    // approval records it imported: a different record under an imported approval id is a conflict.
+    statements: [
+      `CREATE TABLE replay_messages (message_id TEXT PRIMARY KEY, expires_at BIGINT NOT NULL)`,
+      `CREATE INDEX replay_messages_expires_at ON replay_messages (expires_at)`,
+      `CREATE TABLE approval_imports (
+        tenant_scope TEXT NOT NULL,
+        approval_id TEXT NOT NULL,
+        tenant_id TEXT,
+        digest TEXT NOT NULL,
+        imported_at BIGINT NOT NULL,
+        expires_at BIGINT NOT NULL,
+        PRIMARY KEY (tenant_scope, approval_id)
+      )`,
+      `CREATE INDEX approval_imports_expires_at ON approval_imports (expires_at)`,
+    ],
+  },
 ];
 
 /** The primary-key form of a tenant: '' stands for "no tenant" (tenant ids are never empty). */

@@ -4,6 +4,7 @@ import { tenantScope } from './migrations.js';
 import { TERMINAL_STATUSES } from '../contract/hermes-vocabulary.js';
 import { type CommitBatch, GroupCommit, type GroupCommitOptions, type SqlStatement } from './group-commit.js';
 import type {
+  ApprovalImport,
   BridgeJob,
   ClaimRequest,
   EvidenceWrite,
@@ -33,9 +34,11 @@ const RECORD_COLUMNS = 'capability_id, idempotency_key, fingerprint, action_id, 
 const RUN_COLUMNS =
   'action_id, capability_id, endpoint_id, tenant_id, run_id, session_id, credential_revision, created_at, updated_at, last_status, terminal_event, evidence_lost';
 const JOB_COLUMNS =
-  'session_id, tool_use_id, tool_name, tool_input, action_id, idempotency_key, run_id, state, kickoff, kickoff_event_id, final_status, final_event_id, created_at, updated_at, lease_owner, lease_expires_at';
-const JOB = 'session_id = ? AND tool_use_id = ?';
+  'tenant_id, session_id, tool_use_id, tool_name, tool_input, action_id, idempotency_key, run_id, state, kickoff, kickoff_event_id, final_status, final_event_id, created_at, updated_at, lease_owner, lease_expires_at';
+const JOB = 'tenant_scope = ? AND session_id = ? AND tool_use_id = ?';
+const jobParams = (sessionId: string, toolUseId: string, tenantId: string | null | undefined) => [tenantScope(tenantId ?? null), sessionId, toolUseId];
 const SCOPE = 'capability_id = ? AND idempotency_key = ?';
+const IMPORT_COLUMNS = 'tenant_id, approval_id, digest, imported_at, expires_at';
 const GRANT_COLUMNS = 'tenant_id, approval_id, capability_id, idempotency_key, action_id, used_at, expires_at';
 const TERMINAL_LIST = [...TERMINAL_STATUSES].map((status) => `'${status}'`).join(', ');
 /** isSettled() in SQL, over the row as it was before the UPDATE. */
@@ -134,7 +137,35 @@ export function createSqlLedger(kind: string, executor: SqlExecutor): RunLedger 
     async purgeExpired(now) {
       const sql = await db();
       await sql.run('DELETE FROM approval_grant_uses WHERE expires_at <= ?', [now]);
+      await sql.run('DELETE FROM replay_messages WHERE expires_at <= ?', [now]);
+      await sql.run('DELETE FROM approval_imports WHERE expires_at <= ?', [now]);
       return sql.run('DELETE FROM idempotency_records WHERE expires_at <= ?', [now]);
+    },
+    async claimMessage(claim, now) {
+      const sql = await db();
+      const inserted = await sql.run('INSERT INTO replay_messages (message_id, expires_at) VALUES (?, ?) ON CONFLICT (message_id) DO NOTHING', [
+        claim.message_id,
+        claim.expires_at,
+      ]);
+      if (inserted > 0) return true;
+      // An expired claim is taken over, unless a concurrent claim just did (the UPDATE re-checks the expiry).
+      const replaced = await sql.run('UPDATE replay_messages SET expires_at = ? WHERE message_id = ? AND expires_at <= ?', [
+        claim.expires_at,
+        claim.message_id,
+        now,
+      ]);
+      return replaced > 0;
+    },
+    async importApproval(record) {
+      const sql = await db();
+      const scope = tenantScope(record.tenant_id);
+      await sql.run(
+        `INSERT INTO approval_imports (tenant_scope, ${IMPORT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (tenant_scope, approval_id) DO NOTHING`,
+        [scope, record.tenant_id, record.approval_id, record.digest, record.imported_at, record.expires_at],
+      );
+      const rows = await sql.all(`SELECT ${IMPORT_COLUMNS} FROM approval_imports WHERE tenant_scope = ? AND approval_id = ?`, [scope, record.approval_id]);
+      // Purged between the two statements (it expired): nothing stands against this record.
+      return rows[0] ? toApprovalImport(rows[0]) : record;
     },
     async useGrant(use) {
       const sql = await db();
@@ -174,9 +205,13 @@ export function createSqlLedger(kind: string, executor: SqlExecutor): RunLedger 
       return rows.map(toEvidence);
     },
     async createJob(job) {
+      const tenantId = job.tenant_id ?? null;
       const changed = await (await db()).run(
-        `INSERT INTO herm_jobs (${JOB_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_id, tool_use_id) DO NOTHING`,
+        `INSERT INTO herm_jobs (tenant_scope, ${JOB_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (tenant_scope, session_id, tool_use_id) DO NOTHING`,
         [
+          tenantScope(tenantId),
+          tenantId,
           job.session_id,
           job.tool_use_id,
           job.tool_name,
@@ -197,40 +232,43 @@ export function createSqlLedger(kind: string, executor: SqlExecutor): RunLedger 
       );
       return changed > 0;
     },
-    async updateJob(sessionId, toolUseId, patch) {
+    async updateJob(sessionId, toolUseId, patch, tenantId) {
       const fields = (['run_id', 'state', 'kickoff', 'kickoff_event_id', 'final_status', 'final_event_id'] as const).filter(
         (field) => patch[field] !== undefined,
       );
       await (await db()).run(`UPDATE herm_jobs SET updated_at = ?${fields.map((field) => `, ${field} = ?`).join('')} WHERE ${JOB}`, [
         patch.updated_at,
         ...fields.map((field) => patch[field]),
-        sessionId,
-        toolUseId,
+        ...jobParams(sessionId, toolUseId, tenantId),
       ]);
     },
-    async job(sessionId, toolUseId) {
-      const rows = await (await db()).all(`SELECT ${JOB_COLUMNS} FROM herm_jobs WHERE ${JOB}`, [sessionId, toolUseId]);
+    async job(sessionId, toolUseId, tenantId) {
+      const rows = await (await db()).all(`SELECT ${JOB_COLUMNS} FROM herm_jobs WHERE ${JOB}`, jobParams(sessionId, toolUseId, tenantId));
       return rows[0] ? toJob(rows[0]) : null;
     },
-    async unfinishedJobs() {
-      const rows = await (await db()).all(`SELECT ${JOB_COLUMNS} FROM herm_jobs WHERE state <> 'done' ORDER BY created_at`, []);
+    async unfinishedJobs(tenantId) {
+      const rows = await (await db()).all(`SELECT ${JOB_COLUMNS} FROM herm_jobs WHERE tenant_scope = ? AND state <> 'done' ORDER BY created_at`, [
+        tenantScope(tenantId ?? null),
+      ]);
       return rows.map(toJob);
     },
-    async claimJob(sessionId, toolUseId, owner, now, leaseExpiresAt) {
+    async claimJob(sessionId, toolUseId, owner, now, leaseExpiresAt, tenantId) {
       const changed = await (await db()).run(
         `UPDATE herm_jobs SET lease_owner = ?, lease_expires_at = ?
          WHERE ${JOB} AND state <> 'done' AND (lease_owner IS NULL OR lease_owner = ? OR lease_expires_at IS NULL OR lease_expires_at <= ?)`,
-        [owner, leaseExpiresAt, sessionId, toolUseId, owner, now],
+        [owner, leaseExpiresAt, ...jobParams(sessionId, toolUseId, tenantId), owner, now],
       );
       if (changed === 0) return null;
       // The row is this owner's now: reading it back cannot race another claim.
-      return this.job(sessionId, toolUseId);
+      return this.job(sessionId, toolUseId, tenantId);
     },
-    async renewJobLease(sessionId, toolUseId, owner, leaseExpiresAt) {
-      return (
-        (await (await db()).run(`UPDATE herm_jobs SET lease_expires_at = ? WHERE ${JOB} AND lease_owner = ?`, [leaseExpiresAt, sessionId, toolUseId, owner])) >
-        0
-      );
+    async renewJobLease(sessionId, toolUseId, owner, leaseExpiresAt, tenantId) {
+      const changed = await (await db()).run(`UPDATE herm_jobs SET lease_expires_at = ? WHERE ${JOB} AND lease_owner = ?`, [
+        leaseExpiresAt,
+        ...jobParams(sessionId, toolUseId, tenantId),
+        owner,
+      ]);
+      return changed > 0;
     },
     async close() {
       await setUp.settled();
@@ -373,8 +411,19 @@ function toGrantUse(row: SqlRow): GrantUse {
   };
 }
 
+function toApprovalImport(row: SqlRow): ApprovalImport {
+  return {
+    tenant_id: strOrNull(row.tenant_id),
+    approval_id: String(row.approval_id),
+    digest: String(row.digest),
+    imported_at: num(row.imported_at),
+    expires_at: num(row.expires_at),
+  };
+}
+
 function toJob(row: SqlRow): BridgeJob {
   return {
+    tenant_id: strOrNull(row.tenant_id),
     session_id: String(row.session_id),
     tool_use_id: String(row.tool_use_id),
     tool_name: String(row.tool_name),

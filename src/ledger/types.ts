@@ -21,6 +21,11 @@ export interface RunEvidence {
 
 /** The Herm bridge's record of one custom tool call turned into a Hermes run. */
 export interface BridgeJob {
+  /**
+   * The verified tenant of the bridge that made the job (null or absent: none). Jobs are per tenant
+   * like bindings: two tenants' Herm sessions may use the same session and tool-use ids.
+   */
+  tenant_id?: string | null;
   session_id: string;
   tool_use_id: string;
   tool_name: string;
@@ -85,6 +90,30 @@ export interface IdempotencyScope {
   idempotency_key: string;
 }
 
+/**
+ * A signed message id an AIP connector host accepted, kept until its replay window closes
+ * (the reference gateway's replay store: `message_id` + expiry, shared by every replica).
+ */
+export interface MessageClaim {
+  message_id: string;
+  /** Epoch ms from which the id may be claimed again (its sent_at + the replay window). */
+  expires_at: number;
+}
+
+/**
+ * An approval record an AIP connector host imported from a route's `approval_authorization`:
+ * the first record under an approval id stands, and a different one under the same id is a conflict.
+ */
+export interface ApprovalImport {
+  tenant_id: string | null;
+  approval_id: string;
+  /** sha256 of the record's canonical JSON: two records are the same record when their digests are equal. */
+  digest: string;
+  imported_at: number;
+  /** After this the record may be forgotten (the approval it authorises has long expired). */
+  expires_at: number;
+}
+
 export interface IdempotencyRecord extends IdempotencyScope {
   fingerprint: string;
   action_id: string;
@@ -133,8 +162,16 @@ export interface RunLedger {
   release(scope: IdempotencyScope, owner: string, evidence?: EvidenceWrite): Promise<void>;
   /** Settles a claim whose owner's lease expired before `now` with `result`; false when it was not such a claim. */
   settleAbandoned(scope: IdempotencyScope, now: number, result: AipActionResult): Promise<boolean>;
-  /** Deletes idempotency records and grant uses whose time-to-live passed; returns how many records. */
+  /** Deletes idempotency records, grant uses, message claims and imported approvals whose time-to-live passed; returns how many idempotency records. */
   purgeExpired(now: number): Promise<number>;
+  /**
+   * Records a message id unless a live claim of it exists (an expired one is replaced); true
+   * when this call claimed it. Atomic across ledgers over one store: of concurrent claims of
+   * one id, exactly one is true.
+   */
+  claimMessage(claim: MessageClaim, now: number): Promise<boolean>;
+  /** Imports an approval record unless one stands under its (tenant, approval id); returns the one that stands. */
+  importApproval(record: ApprovalImport): Promise<ApprovalImport>;
   /**
    * Records the grant's use by this (capability, key) unless another action used it already;
    * returns the use that stands, so the caller can tell whether it is its own.
@@ -157,19 +194,22 @@ export interface RunLedger {
   /** Bindings whose run has not reached a terminal state and whose evidence is not lost. */
   openRuns(): Promise<RunEvidence[]>;
 
-  /** Inserts a job unless one exists for (session, tool_use_id); returns whether it was new. */
+  /**
+   * Inserts a job unless its tenant has one for (session, tool_use_id); returns whether it was new.
+   * Every job method works within one tenant: `tenantId` (and the job's `tenant_id`) null or absent means no tenant.
+   */
   createJob(job: BridgeJob): Promise<boolean>;
-  updateJob(sessionId: string, toolUseId: string, patch: BridgeJobPatch): Promise<void>;
-  job(sessionId: string, toolUseId: string): Promise<BridgeJob | null>;
-  /** Jobs whose final result was not accepted yet, oldest first. */
-  unfinishedJobs(): Promise<BridgeJob[]>;
+  updateJob(sessionId: string, toolUseId: string, patch: BridgeJobPatch, tenantId?: string | null): Promise<void>;
+  job(sessionId: string, toolUseId: string, tenantId?: string | null): Promise<BridgeJob | null>;
+  /** The tenant's jobs whose final result was not accepted yet, oldest first. */
+  unfinishedJobs(tenantId?: string | null): Promise<BridgeJob[]>;
   /**
    * Takes an unfinished job for `owner` when its lease is free, expired at `now`, or already
    * the owner's; returns the job as stored, or null when it is done or held by another owner.
    */
-  claimJob(sessionId: string, toolUseId: string, owner: string, now: number, leaseExpiresAt: number): Promise<BridgeJob | null>;
+  claimJob(sessionId: string, toolUseId: string, owner: string, now: number, leaseExpiresAt: number, tenantId?: string | null): Promise<BridgeJob | null>;
   /** Extends the owner's lease on a job; false when the job is no longer this owner's. */
-  renewJobLease(sessionId: string, toolUseId: string, owner: string, leaseExpiresAt: number): Promise<boolean>;
+  renewJobLease(sessionId: string, toolUseId: string, owner: string, leaseExpiresAt: number, tenantId?: string | null): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -184,6 +224,8 @@ export const LEDGER_METHODS = [
   'release',
   'settleAbandoned',
   'purgeExpired',
+  'claimMessage',
+  'importApproval',
   'useGrant',
   'recordRun',
   'updateRun',

@@ -4,6 +4,7 @@ import type { OpenCalls } from '../transport/call-scope.js';
 import type { ChunkPublisher } from '../chunks.js';
 import type { ResolvedConfig, ResolvedEndpoint } from '../config.js';
 import { HermesFailure } from '../failures.js';
+import { isWellFormedText } from '../internal/ids.js';
 import type { EndpointPools } from '../transport/http.js';
 import type { OperationDeclaration } from '../contract/schemas.js';
 import type { Telemetry } from '../telemetry.js';
@@ -68,8 +69,6 @@ export interface Operation<Input = Record<string, unknown>> {
 }
 
 const MAX_RUN_ID_BYTES = 512;
-/** In a `u` regexp only unpaired surrogates are code points of category Cs. */
-const LONE_SURROGATE = /\p{Cs}/u;
 
 /** A Hermes route: the path sent, and its template for traces (never the run id itself). */
 export interface Route {
@@ -85,6 +84,6 @@ export function runRoute(runId: string, suffix: '' | '/events' | '/approval' | '
 }
 
 export function checkRunId(runId: string): void {
-  if (LONE_SURROGATE.test(runId)) throw new HermesFailure('invalid_input', '`run_id` is not well-formed Unicode');
+  if (!isWellFormedText(runId)) throw new HermesFailure('invalid_input', '`run_id` is not well-formed Unicode');
   if (Buffer.byteLength(runId) > MAX_RUN_ID_BYTES) throw new HermesFailure('invalid_input', `\`run_id\` is longer than ${MAX_RUN_ID_BYTES} bytes`);
 }

@@ -51,6 +51,8 @@ const BODY_LIMIT = 64 * 1024;
 const HEADER_VALUE = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/;
 const MAX_HEADER_VALUE = 16 * 1024;
 const KEY_FORMAT = /^[\x21-\x7e]{1,255}$/;
+/** Identifiers the ledger stores: no NUL, no lone surrogate (docs/errors.md). */
+const STORABLE = /^[^\0\p{Cs}]*$/u;
 const FUTURE = Date.now() + 24 * 3600_000;
 const PAST = 1_000;
 const APPROVAL_TTL_MS = 15 * 60_000;
@@ -95,6 +97,8 @@ function contextAccepted(context: unknown): boolean {
   for (const field of ['tenantId', 'traceId', 'sessionId']) {
     if (context[field] !== undefined && typeof context[field] !== 'string') return false;
   }
+  if (!storableOrNotText(context.tenantId) || !storableOrNotText(context.sessionId)) return false;
+  if (!storableOrNotText(readApprovalId(context.approval))) return false;
   const actor = context.actor as Record<string, unknown> | null | undefined;
   if (
     actor !== undefined &&
@@ -106,6 +110,19 @@ function contextAccepted(context: unknown): boolean {
   if (context.signal !== undefined && !(context.signal instanceof AbortSignal)) return false;
   if (context.onChunk !== undefined && typeof context.onChunk !== 'function') return false;
   return true;
+}
+
+function storableOrNotText(value: unknown): boolean {
+  return typeof value !== 'string' || STORABLE.test(value);
+}
+
+/** A grant's approvalId, if reading it does not throw. */
+function readApprovalId(grant: unknown): unknown {
+  try {
+    return (grant as { approvalId?: unknown } | null | undefined)?.approvalId;
+  } catch {
+    return undefined;
+  }
 }
 
 function sameJson(a: unknown, b: unknown): boolean {
@@ -176,6 +193,7 @@ function judge(rawAction: unknown, context: unknown, hostCancellation: boolean):
   const action = json.value;
   if (!validAction(action)) return refused('invalid_input');
   const record = action as Record<string, unknown>;
+  if (!STORABLE.test(record.id as string)) return refused('invalid_input');
   const operation = operationOf(record.capability_id);
   if (!operation) return refused('unsupported_capability');
   if (!contextAccepted(context)) return refused('invalid_input');
@@ -200,6 +218,9 @@ function judgeCancel(rawAction: unknown, context: unknown): Expected {
   if (json === undefined) return judge(rawAction, context, false);
   const action = json.value;
   const candidate = action as Record<string, unknown> | null | undefined;
+  // An action id or tenant no ledger could hold is never looked up: the pipeline refuses it.
+  const tenantId = isRecord(context) ? context.tenantId : undefined;
+  if (!storableOrNotText(candidate?.id) || !storableOrNotText(tenantId)) return judge(action, context, false);
   const operation = operationOf(candidate?.capability_id);
   if (!operation) return judge(action, context, false);
   const runId = (candidate?.input as Record<string, unknown> | null | undefined)?.run_id;

@@ -1,7 +1,7 @@
 /**
- * The bridge's job records on every ledger backend: create once per (session, tool use),
+ * The bridge's job records on every ledger backend: create once per (tenant, session, tool use),
  * COALESCE updates, unfinished jobs oldest first, and the job lease that keeps one bridge's
- * live job away from another bridge's recover() until the lease expires.
+ * live job away from another bridge's recover() until the lease expires; the upgrades of older schemas.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,35 +9,13 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { createSqliteLedger, type BridgeJob, type RunLedger } from 'aip-connector-hermes-agent';
+import { JOB_LEASE, JOB_T0, jobOf } from '../helpers/bridge-jobs.js';
 import { LEDGER_BACKENDS } from '../helpers/ledgers.js';
+import { describeSchemaUpgrade } from '../helpers/schema-upgrade.js';
 import { MIGRATIONS } from '../../src/ledger/migrations.js';
 
-const T0 = 1_800_000_000_000;
-const LEASE = 30_000;
-let counter = 0;
-
-function jobOf(overrides: Partial<BridgeJob> = {}): BridgeJob {
-  const n = ++counter;
-  return {
-    session_id: `sesn_${n}`,
-    tool_use_id: `toolu_${n}`,
-    tool_name: 'hermes_run',
-    tool_input: { prompt: 'Render', nested: { list: [1, 'two'] } },
-    action_id: `herm_${n}`,
-    idempotency_key: `herm-key-${n}`,
-    run_id: null,
-    state: 'starting',
-    kickoff: 'pending',
-    kickoff_event_id: null,
-    final_status: null,
-    final_event_id: null,
-    created_at: T0 + n,
-    updated_at: T0 + n,
-    lease_owner: 'bridge-a',
-    lease_expires_at: T0 + n + LEASE,
-    ...overrides,
-  };
-}
+const T0 = JOB_T0;
+const LEASE = JOB_LEASE;
 
 describe.each(LEDGER_BACKENDS)('job records: $name', (backend) => {
   const fresh = async (): Promise<RunLedger> => (await backend.create()).ledger;
@@ -50,6 +28,42 @@ describe.each(LEDGER_BACKENDS)('job records: $name', (backend) => {
     expect(await ledger.createJob({ ...job, action_id: 'herm_other', lease_owner: 'bridge-b' })).toBe(false);
     expect(await ledger.job(job.session_id, job.tool_use_id)).toEqual(job);
     expect(await ledger.job(job.session_id, 'toolu_unknown')).toBeNull();
+  });
+
+  it('a job given without tenant_id is stored for no tenant, and read back with tenant_id null', async () => {
+    const ledger = await fresh();
+    const { tenant_id: _, ...job } = jobOf();
+    expect(await ledger.createJob(job)).toBe(true);
+    expect(await ledger.job(job.session_id, job.tool_use_id, null)).toEqual({ ...job, tenant_id: null });
+    expect(await ledger.job(job.session_id, job.tool_use_id, 'tenant-a')).toBeNull();
+  });
+
+  it("jobs are per tenant: the same (session, tool use) in two tenants are two jobs, and each method sees only its tenant's", async () => {
+    const ledger = await fresh();
+    const a = jobOf({ tenant_id: 'tenant-a', lease_owner: null, lease_expires_at: null });
+    const b = { ...a, tenant_id: 'tenant-b', action_id: 'herm_b', tool_input: { prompt: 'B' } };
+    expect(await ledger.createJob(a)).toBe(true);
+    expect(await ledger.createJob(b)).toBe(true);
+    expect(await ledger.createJob({ ...a, action_id: 'herm_again' })).toBe(false);
+    expect(await ledger.job(a.session_id, a.tool_use_id, 'tenant-a')).toEqual(a);
+    expect(await ledger.job(a.session_id, a.tool_use_id, 'tenant-b')).toEqual(b);
+    expect(await ledger.job(a.session_id, a.tool_use_id)).toBeNull();
+    expect(await ledger.unfinishedJobs()).toEqual([]);
+    expect(await ledger.unfinishedJobs('tenant-b')).toEqual([b]);
+
+    expect(await ledger.claimJob(a.session_id, a.tool_use_id, 'bridge-a', T0, T0 + LEASE, 'tenant-a')).toMatchObject({
+      tenant_id: 'tenant-a',
+      lease_owner: 'bridge-a',
+    });
+    expect(await ledger.renewJobLease(a.session_id, a.tool_use_id, 'bridge-a', T0 + 2 * LEASE, 'tenant-b')).toBe(false);
+    expect(await ledger.renewJobLease(a.session_id, a.tool_use_id, 'bridge-a', T0 + 2 * LEASE, 'tenant-a')).toBe(true);
+    await ledger.updateJob(a.session_id, a.tool_use_id, { updated_at: T0 + 5, state: 'done', final_status: 'completed' }, 'tenant-a');
+    expect(await ledger.job(a.session_id, a.tool_use_id, 'tenant-b')).toEqual(b);
+    expect(await ledger.unfinishedJobs('tenant-a')).toEqual([]);
+    expect(await ledger.claimJob(b.session_id, b.tool_use_id, 'bridge-b', T0, T0 + LEASE, 'tenant-b')).toMatchObject({
+      tenant_id: 'tenant-b',
+      state: 'starting',
+    });
   });
 
   it('updateJob changes only the fields given; unfinishedJobs lists the jobs not done, oldest first', async () => {
@@ -149,3 +163,42 @@ describe('a SQLite ledger written before job leases existed (schema version 2)',
     }
   });
 });
+
+/** A SQL store at schema version 4 (jobs not yet per tenant), with jobs whose action ids one, two or no tenants bound. */
+async function tenantUpgradeCase(exec: (sql: string) => Promise<void>, open: () => RunLedger): Promise<void> {
+  for (const migration of MIGRATIONS.filter((m) => m.version <= 4)) for (const statement of migration.statements) await exec(statement);
+  await exec('CREATE TABLE IF NOT EXISTS ledger_schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)');
+  await exec(`INSERT INTO ledger_schema_migrations VALUES (1, ${T0}), (2, ${T0}), (3, ${T0}), (4, ${T0})`);
+  const bind = (tenant: string | null, actionId: string) =>
+    exec(`INSERT INTO run_bindings VALUES ('${tenant ?? ''}', '${actionId}', 'cap:hermes_agent:local:run_start', 'local', ${tenant === null ? 'NULL' : `'${tenant}'`},
+      'run_${tenant}_${actionId}', 'sesn', NULL, ${T0}, ${T0}, 'running', NULL, 0)`);
+  await bind('tenant-a', 'herm_a');
+  await bind(null, 'herm_none');
+  await bind('tenant-a', 'herm_both');
+  await bind('tenant-b', 'herm_both');
+  for (const [toolUseId, actionId] of [
+    ['toolu_a', 'herm_a'],
+    ['toolu_none', 'herm_none'],
+    ['toolu_unbound', 'herm_unbound'],
+    ['toolu_both', 'herm_both'],
+  ]) {
+    await exec(`INSERT INTO herm_jobs VALUES ('sesn_old', '${toolUseId}', 'hermes_run', '{"prompt":"Render"}', '${actionId}', 'key-${toolUseId}',
+      NULL, 'starting', 'pending', NULL, NULL, NULL, ${T0}, ${T0}, 'bridge-old', ${T0 + LEASE})`);
+  }
+  const ledger = open();
+  try {
+    expect(await ledger.job('sesn_old', 'toolu_a', 'tenant-a')).toMatchObject({ tenant_id: 'tenant-a', action_id: 'herm_a', lease_owner: 'bridge-old' });
+    expect(await ledger.job('sesn_old', 'toolu_a')).toBeNull();
+    expect((await ledger.unfinishedJobs('tenant-a')).map((job) => job.tool_use_id)).toEqual(['toolu_a']);
+    // No binding, or bindings of two tenants: the job's tenant is not known, and it stays a job of no tenant.
+    expect((await ledger.unfinishedJobs()).map((job) => job.tool_use_id).sort()).toEqual(['toolu_both', 'toolu_none', 'toolu_unbound']);
+    expect(await ledger.unfinishedJobs('tenant-b')).toEqual([]);
+    // After the upgrade another tenant can have a job with the same ids.
+    expect(await ledger.createJob(jobOf({ tenant_id: 'tenant-b', session_id: 'sesn_old', tool_use_id: 'toolu_a' }))).toBe(true);
+    expect(await ledger.job('sesn_old', 'toolu_a', 'tenant-a')).toMatchObject({ action_id: 'herm_a' });
+  } finally {
+    await ledger.close();
+  }
+}
+
+describeSchemaUpgrade('an existing ledger at schema version 4 upgrades to per-tenant jobs, keeping its jobs', tenantUpgradeCase);

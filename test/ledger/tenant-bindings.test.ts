@@ -1,26 +1,8 @@
-/**
- * Run bindings and approval-grant uses are per verified tenant, and a recorded terminal outcome
- * is final: the same cases on every backend, the v3 → v4 upgrade of existing SQL ledgers, and
- * the memory ledger's bounded retention.
- */
-import Database from 'better-sqlite3';
-import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import {
-  AmbiguousEvidenceError,
-  ConnectorConfigError,
-  createMemoryLedger,
-  createPostgresLedger,
-  createSqliteLedger,
-  type GrantUse,
-  type RunEvidence,
-  type RunLedger,
-} from 'aip-connector-hermes-agent';
+import { AmbiguousEvidenceError, ConnectorConfigError, createMemoryLedger, type GrantUse, type RunEvidence, type RunLedger } from 'aip-connector-hermes-agent';
 import { MIGRATIONS } from '../../src/ledger/migrations.js';
-import { LEDGER_BACKENDS, PG_URL, createPgSchema } from '../helpers/ledgers.js';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { LEDGER_BACKENDS } from '../helpers/ledgers.js';
+import { describeSchemaUpgrade } from '../helpers/schema-upgrade.js';
 
 const T0 = 1_800_000_000_000;
 let counter = 0;
@@ -194,37 +176,7 @@ async function upgradeCase(exec: (sql: string) => Promise<void>, open: () => Run
   }
 }
 
-describe('an existing ledger at schema version 3 upgrades to per-tenant bindings, keeping its rows', () => {
-  it('SQLite', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'aip-ledger-v3-'));
-    const path = join(dir, 'ledger.db');
-    try {
-      const db = new Database(path);
-      await upgradeCase(
-        async (sql) => void db.exec(sql),
-        () => createSqliteLedger({ path }),
-      );
-      db.close();
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
-
-  it.runIf(PG_URL)('PostgreSQL', async () => {
-    const { connectionString, drop } = await createPgSchema('aip_v3');
-    const client = new pg.Client({ connectionString });
-    await client.connect();
-    try {
-      await upgradeCase(
-        async (sql) => void (await client.query(sql)),
-        () => createPostgresLedger({ connectionString }),
-      );
-    } finally {
-      await client.end();
-      await drop();
-    }
-  });
-});
+describeSchemaUpgrade('an existing ledger at schema version 3 upgrades to per-tenant bindings, keeping its rows', upgradeCase);
 
 describe('the memory ledger is bounded', () => {
   it('keeps at most maxRuns bindings, dropping the oldest recorded first', async () => {

@@ -1,0 +1,301 @@
+/**
+ * `hermes-aip host`: serves the connector's capabilities to an AIP runtime as a remote connector
+ * host. Settings are validated before anything listens; the host then opens its durable ledger,
+ * listens, registers with the control plane, serves, and on SIGTERM/SIGINT drains (no new actions,
+ * `drain`, in-flight work given the drain timeout then cancelled), stops the server, sends
+ * `offline`, and closes the connector and its ledger.
+ */
+import { parseArgs } from 'node:util';
+import { pino, type Logger } from 'pino';
+import { HELP_OPTION, parseCommand } from '../cli/args.js';
+import { type LedgerSpec, type LoadedConfig, loadConfig, openConnector } from '../cli/config.js';
+import { CliError, EXIT, UsageError } from '../cli/errors.js';
+import { HOST_HELP } from '../cli/help.js';
+import { redactText } from '../internal/secret.js';
+import type { RunLedger } from '../ledger/types.js';
+import type { HermesConnector } from '../types.js';
+import { type ControlPlane, createControlClient, LeaseKeeper, registrationPayload } from './lease.js';
+import { type CredentialVerdict, createMessageHandler, type MessageHandler } from './messages.js';
+import { HostStatus } from './metrics.js';
+import { createReadiness } from './readiness.js';
+import { createHostServer, type HostServer } from './server.js';
+import { type HostSettings, HostSettingError, loadCredentialPolicy, loadHostSettings, loadSigningKey, revisionAuthorized } from './settings.js';
+import type { Principal } from './wire/envelope.js';
+import { wireJson } from './wire/json.js';
+import type { SigningKey } from './wire/keys.js';
+import { bindManifestToHost, manifestDigest } from './wire/manifest.js';
+
+/** Margin kept, out of the reference's drain timeout + 5 s, for stopping the server, `offline` and closing. */
+const SHUTDOWN_MARGIN_MS = 4_000;
+/** How long answers cancelled at the drain timeout may take to be written before connections are cut. */
+const CANCELLED_ANSWER_GRACE_MS = 1_000;
+
+export async function hostCommand(args: string[]): Promise<number> {
+  const { values } = parseCommand(
+    'host',
+    args,
+    (argv) => parseArgs({ args: argv, strict: true, options: { config: { type: 'string' }, 'print-did': { type: 'boolean' }, help: HELP_OPTION } }),
+    'the signing seed and the database URL come from the files named by AIP_CONNECTOR_HOST_SIGNING_SEED_FILE and AIP_CONNECTOR_HOST_DATABASE_URL_FILE',
+  );
+  if (values.help) {
+    process.stdout.write(HOST_HELP);
+    return EXIT.ok;
+  }
+  if (values['print-did']) {
+    process.stdout.write(`${settingsOrUsage(() => loadSigningKey(process.env)).did}\n`);
+    return EXIT.ok;
+  }
+  const settings = settingsOrUsage(() => loadHostSettings(process.env));
+  const config = loadConfig(values.config, process.env);
+  checkEndpointTenants(config, settings);
+  const { connector, ledger } = openConnector({ ...config, ledger: durableLedger(config, settings) });
+  const logger = pino({ name: 'hermes-aip-host' }, pino.destination({ fd: 2, sync: true }));
+  try {
+    return await serve(settings, config, connector, ledger, logger);
+  } finally {
+    await connector.close().catch((error: unknown) => logger.error({ err: (error as Error).message }, 'closing the connector and its ledger failed'));
+  }
+}
+
+function settingsOrUsage<T>(load: () => T): T {
+  try {
+    return load();
+  } catch (error) {
+    if (error instanceof HostSettingError) throw new UsageError(error.message);
+    throw error;
+  }
+}
+
+/** AIP_CONNECTOR_HOST_DATABASE_URL_FILE, else the config file's ledger or HERMES_LEDGER; a host without one is refused. */
+function durableLedger(config: LoadedConfig, settings: HostSettings): LedgerSpec {
+  if (settings.databaseUrl !== undefined) {
+    return { kind: 'postgres', connectionString: settings.databaseUrl.reveal(), from: 'AIP_CONNECTOR_HOST_DATABASE_URL_FILE' };
+  }
+  if (config.ledger !== undefined) return config.ledger;
+  throw new UsageError(
+    'AIP_CONNECTOR_HOST_DATABASE_URL_FILE: is required: a host needs a durable run ledger (or the config file\'s "ledger", or HERMES_LEDGER)',
+  );
+}
+
+/** An endpoint bound to another tenant than the host's could never run an action the host admits. */
+function checkEndpointTenants(config: LoadedConfig, settings: HostSettings): void {
+  for (const { config: endpoint } of config.endpoints) {
+    if (endpoint.tenantId !== undefined && endpoint.tenantId !== settings.tenantId) {
+      throw new UsageError(`AIP_CONNECTOR_HOST_TENANT_ID: endpoint "${endpoint.id}" is bound to another tenant (${config.source})`);
+    }
+  }
+}
+
+/** What the host serves and signs as: its principal, the bound manifest and its digest. */
+interface Identity {
+  readonly principal: Principal;
+  readonly manifest: Record<string, unknown> & { capabilities?: unknown[] };
+  readonly digest: string;
+}
+
+async function serve(settings: HostSettings, config: LoadedConfig, connector: HermesConnector, ledger: RunLedger, logger: Logger): Promise<number> {
+  await ledgerOrFail(ledger, settings);
+  const principal = hostPrincipal(connector, settings, settings.signingKey);
+  const manifest = bindManifestToHost(connector.manifest(), principal);
+  const identity: Identity = { principal, manifest, digest: manifestDigest(manifest) };
+  const status = new HostStatus();
+  const stop = new AbortController();
+  const readiness = createReadiness({
+    status,
+    endpoints: config.endpoints.map(({ config: endpoint }) => ({ id: endpoint.id, baseUrl: endpoint.baseUrl })),
+    ledger,
+    timeoutMs: settings.limits.healthTimeoutMs,
+    startedAtMs: Date.now(),
+  });
+  const server = createHostServer({
+    status,
+    messages: messageHandler(settings, identity, { connector, ledger, status, stop, logger }),
+    manifestText: wireJson(manifest),
+    ready: () => readiness.report(),
+    maxRequestBytes: settings.limits.maxRequestBytes,
+    logger,
+  });
+  const address = await listenOrFail(server, settings);
+  const control = createControlClient({
+    endpoint: settings.controlEndpoint,
+    controlDid: settings.controlDid,
+    key: settings.signingKey,
+    timeoutMs: settings.limits.controlTimeoutMs,
+    ...(settings.tlsCaPem === undefined ? {} : { tlsCaPem: settings.tlsCaPem }),
+  });
+  const keeper = leaseKeeper(settings, identity, { control, status, probe: () => readiness.probe(), logger });
+  const terminated = termination();
+  await keeper.register();
+  keeper.start();
+  const where = address.address.includes(':') ? `[${address.address}]` : address.address;
+  logger.info({ address: `${where}:${address.port}`, did: settings.signingKey.did, manifest_digest: identity.digest }, 'AIP connector host listening');
+  await terminated;
+  try {
+    return await shutdown({ settings, status, keeper, server, stop, logger });
+  } finally {
+    await control.close();
+  }
+}
+
+interface HandlerParts {
+  readonly connector: HermesConnector;
+  readonly ledger: RunLedger;
+  readonly status: HostStatus;
+  readonly stop: AbortController;
+  readonly logger: Logger;
+}
+
+/** The message path, pinned to this host's identity, route coordinates and limits. */
+function messageHandler(settings: HostSettings, identity: Identity, parts: HandlerParts): MessageHandler {
+  return createMessageHandler({
+    connector: parts.connector,
+    ledger: parts.ledger,
+    key: settings.signingKey,
+    pinned: {
+      host: identity.principal,
+      gateway: { id: settings.gatewayPrincipalId, kind: 'service', trust_domain: settings.trustDomain },
+      gatewayDid: settings.gatewayDid,
+      tenantId: settings.tenantId,
+      instanceId: settings.instanceId,
+      replicaId: settings.replicaId,
+      versionId: settings.versionId,
+      manifestDigest: identity.digest,
+      callbackTarget: settings.callback?.url,
+    },
+    heartbeatMs: settings.limits.heartbeatMs,
+    maxInFlight: settings.limits.maxInFlight,
+    status: parts.status,
+    authorizeCredential: async (revision) => credentialVerdict(settings, revision),
+    stopSignal: parts.stop.signal,
+    logger: parts.logger,
+  });
+}
+
+/** The lease keeper, registering what this host runs. */
+function leaseKeeper(
+  settings: HostSettings,
+  identity: Identity,
+  parts: { control: ControlPlane; status: HostStatus; probe: () => Promise<boolean>; logger: Logger },
+): LeaseKeeper {
+  const facts = {
+    principal: { id: identity.principal.id, kind: identity.principal.kind },
+    did: settings.signingKey.did,
+    manifestDigest: identity.digest,
+    capabilityCount: identity.manifest.capabilities?.length ?? 0,
+  };
+  return new LeaseKeeper({
+    ...parts,
+    replicaId: settings.replicaId,
+    heartbeatMs: settings.limits.heartbeatMs,
+    registration: () => registrationPayload(settings, facts, Date.now()),
+  });
+}
+
+/** The host's signing principal: the connector manifest's agent, in the configured trust domain, with the host's DID. */
+function hostPrincipal(connector: HermesConnector, settings: HostSettings, key: SigningKey): Principal {
+  const { agent } = connector.manifest();
+  return { id: agent.id, kind: agent.kind, display_name: agent.display_name, trust_domain: settings.trustDomain, did: key.did };
+}
+
+function credentialVerdict(settings: HostSettings, revision: string | null): CredentialVerdict {
+  if (settings.credentialPolicyFile === undefined) {
+    const current = settings.credential?.revisionRef ?? null;
+    return revisionAuthorized({ current_revision_ref: current, accepted_previous_revisions: [], revoked_revisions: [] }, revision) ? 'authorized' : 'denied';
+  }
+  try {
+    return revisionAuthorized(loadCredentialPolicy(settings.credentialPolicyFile), revision) ? 'authorized' : 'denied';
+  } catch {
+    return 'unavailable';
+  }
+}
+
+/** The ledger answers before the host binds (the reference refuses to start on storage it cannot open). */
+async function ledgerOrFail(ledger: RunLedger, settings: HostSettings): Promise<void> {
+  try {
+    await ledger.evidence('aip-host-storage-probe', null);
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    const secret = settings.databaseUrl?.reveal();
+    throw new CliError(`cannot open the run ledger: ${secret === undefined ? message : redactText(message, secret)}`, EXIT.failed);
+  }
+}
+
+async function listenOrFail(server: HostServer, settings: HostSettings) {
+  try {
+    return await server.listen(settings.bind.host, settings.bind.port);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? 'listen failed';
+    throw new CliError(`cannot listen on ${settings.bind.text}: ${code}`, EXIT.failed);
+  }
+}
+
+/** Resolves on the first SIGTERM or SIGINT; later ones are ignored while the host drains. */
+function termination(): Promise<void> {
+  return new Promise((resolve) => {
+    const ignoreLater = (): void => {};
+    const first = (): void => {
+      process.off('SIGTERM', first);
+      process.off('SIGINT', first);
+      process.on('SIGTERM', ignoreLater);
+      process.on('SIGINT', ignoreLater);
+      resolve();
+    };
+    process.on('SIGTERM', first);
+    process.on('SIGINT', first);
+  });
+}
+
+interface Shutdown {
+  settings: HostSettings;
+  status: HostStatus;
+  keeper: LeaseKeeper;
+  server: HostServer;
+  stop: AbortController;
+  logger: Logger;
+}
+
+/**
+ * Drains within the reference's bound (drain timeout + 5 s): refuse new actions, `drain`, wait for
+ * in-flight actions until the drain timeout, cancel the rest, stop the server, `offline`. Exit 0
+ * when drain and offline were granted, 1 when the control plane did not grant them.
+ */
+async function shutdown({ settings, status, keeper, server, stop, logger }: Shutdown): Promise<number> {
+  const started = Date.now();
+  const drainDeadline = started + settings.limits.drainTimeoutMs;
+  const finalDeadline = drainDeadline + SHUTDOWN_MARGIN_MS;
+  status.draining = true;
+  logger.info({ in_flight: status.inFlight, drain_timeout_ms: settings.limits.drainTimeoutMs }, 'AIP connector host draining');
+  const drained = await beforeDeadline(keeper.drain(), finalDeadline - CANCELLED_ANSWER_GRACE_MS, 'drain', logger);
+  await inFlightSettled(status, drainDeadline);
+  if (status.inFlight > 0) {
+    logger.warn({ in_flight: status.inFlight }, 'drain timeout reached: cancelling the actions still in flight');
+    stop.abort();
+  }
+  await server.close(Math.max(0, Math.min(CANCELLED_ANSWER_GRACE_MS, finalDeadline - Date.now())));
+  const offline = await beforeDeadline(keeper.offline(), finalDeadline, 'offline', logger);
+  logger.info({ drained, offline }, 'AIP connector host stopped');
+  return drained && offline ? EXIT.ok : EXIT.failed;
+}
+
+/** Whether `work` succeeded before `deadline`; its failure or lateness is logged, never thrown. */
+async function beforeDeadline(work: Promise<void>, deadline: number, what: string, logger: Logger): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => {
+    timer = setTimeout(() => resolve('late'), Math.max(0, deadline - Date.now()));
+  });
+  try {
+    const outcome = await Promise.race([work.then(() => 'done' as const), late]);
+    if (outcome === 'late') logger.warn(`control-plane ${what} did not answer before the shutdown deadline`);
+    return outcome === 'done';
+  } catch (error) {
+    logger.warn({ err: (error as Error).message }, `control-plane ${what} failed`);
+    return false;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Waits until no action is in flight, or the deadline. */
+async function inFlightSettled(status: HostStatus, deadline: number): Promise<void> {
+  while (status.inFlight > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+}

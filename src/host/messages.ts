@@ -1,0 +1,363 @@
+/**
+ * POST /aip/v1/messages: one signed native AIP envelope in, one envelope out, checked in the
+ * reference host's order (`host_message`): schema and decode (400, unsigned), signer (401),
+ * recipient and pinned route (403), readiness (503) and capacity (429) for actions, credential
+ * revision (403/503), approval import (403/503), then the gateway's replay policy (409) and
+ * identity binding (403), and only then execution. Every answer after decoding is signed by the
+ * host and correlated with the request. The HTTP server (body limit, routing) is not here.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Logger } from 'pino';
+import type { RunLedger } from '../ledger/types.js';
+import type { AipAction, AipActionResult, HermesConnector } from '../types.js';
+import { approvalGrant, importApproval } from './approval.js';
+import { ChunkDelivery, type DeliveryReport, signedText } from './callbacks.js';
+import { asObject, checkGateway, checkIdentityClaims, checkRoute, hostError, type PinnedIdentity, type PinnedRoute, type Refusal } from './checks.js';
+import { actionDeadline, cancelThroughConnector, connectorAction, type ExecutionBinding, executionContext, wireActionResult } from './execute.js';
+import { ReplayGuard } from './replay.js';
+import { checkApprovalAuthorization } from './wire/approval.js';
+import type { Envelope } from './wire/envelope.js';
+import { checkEnvelope } from './wire/envelope-schema.js';
+import { messageId } from './wire/ids.js';
+import { canonicalJson, parseWire, withoutPaths, wireJson } from './wire/json.js';
+import { type SigningKey, verifyWithDid } from './wire/keys.js';
+import { parseRfc3339, rfc3339 } from './wire/time.js';
+
+/** What the handler reads and keeps current of the host's state (host-life's HostStatus is one). */
+export interface HostState {
+  /** Actions admitted and not yet answered (`aip_connector_host_in_flight`). */
+  inFlight: number;
+  /** Check 7: not draining, lease valid, connector ready. */
+  admitsActions(): boolean;
+  count(counter: 'requests_total' | 'rejected_total'): void;
+}
+
+/** Whether a pinned credential revision may be used now (the reference's `CredentialRevisionProvider`). */
+export type CredentialVerdict = 'authorized' | 'denied' | 'unavailable';
+
+export interface MessageHandlerDeps {
+  connector: HermesConnector;
+  /** The run ledger: the replay store and the imported approval records live there. */
+  ledger: RunLedger;
+  key: SigningKey;
+  pinned: PinnedIdentity;
+  /** `retry_after_ms` of a not-ready refusal (the reference sends its heartbeat interval). */
+  heartbeatMs: number;
+  maxInFlight: number;
+  status: HostState;
+  authorizeCredential(revision: string | null, capabilityId: string): Promise<CredentialVerdict>;
+  /** Aborted when the host gives up on the work in flight (the drain timeout): every execution's signal follows it. */
+  stopSignal?: AbortSignal;
+  logger?: Logger;
+  now?: () => number;
+  /** Per-attempt timeout of a stream-chunk delivery (default 5 s, the reference's). */
+  callbackAttemptTimeoutMs?: number;
+}
+
+/** One POST to /aip/v1/messages with its complete body. */
+export interface MessageRequest {
+  body: Buffer;
+  headers: IncomingHttpHeaders;
+}
+
+export interface MessageAnswer {
+  status: number;
+  body: string;
+  contentType: string;
+}
+
+export interface MessageHandler {
+  /** Never rejects: every fault becomes an answer. */
+  handle(request: MessageRequest): Promise<MessageAnswer>;
+}
+
+const JSON_TYPE = 'application/json';
+const TEXT_TYPE = 'text/plain; charset=utf-8';
+
+/** An action executing on this host: what a cancel of it needs. */
+interface RunningAction {
+  action: AipAction;
+  controller: AbortController;
+  /** Resolves once the connector returned for it (never rejects). */
+  settled: Promise<unknown>;
+}
+
+export function createMessageHandler(deps: MessageHandlerDeps): MessageHandler {
+  const now = deps.now ?? Date.now;
+  const { status } = deps;
+  const logError = (stage: string) => (error: unknown) =>
+    deps.logger?.error({ err: error instanceof Error ? error.name : typeof error, stage }, 'connector host message failed');
+  const replay = new ReplayGuard(deps.ledger, now, logError('purge replay store'));
+  const running = new Map<string, RunningAction>();
+  const binding: ExecutionBinding = {
+    connector: deps.connector,
+    tenantId: deps.pinned.tenantId,
+    gatewayPrincipalId: deps.pinned.gateway.id,
+    trustDomain: deps.pinned.gateway.trust_domain ?? '',
+    now,
+  };
+  let permits = 0;
+
+  const sign = (httpStatus: number, request: Envelope, messageType: string, body: Record<string, unknown>): MessageAnswer => {
+    const response: Envelope = {
+      aip_version: '1.0',
+      message_type: messageType,
+      message_id: messageId(),
+      sent_at: rfc3339(now()),
+      body,
+      ...(request.session_id === undefined ? {} : { session_id: request.session_id }),
+      ...(request.correlation_id === undefined ? {} : { correlation_id: request.correlation_id }),
+      in_response_to: request.message_id,
+      ...(request.from === undefined ? {} : { to: request.from }),
+    };
+    try {
+      return { status: httpStatus, body: signedText(response, deps.key, deps.pinned.host), contentType: JSON_TYPE };
+    } catch (error) {
+      // An envelope the reference types refuse even so: the reference's own answer to a signing failure.
+      logError('sign response')(error);
+      return unsigned(500, 'connector_host.response_signing', 'the response could not be signed');
+    }
+  };
+  const refuse = (request: Envelope, refusal: Refusal): MessageAnswer => {
+    status.count('rejected_total');
+    return sign(refusal.status, request, 'aip.core.v1.error', { error: { error: refusal.error } });
+  };
+  const answerResult = (request: Envelope, result: Record<string, unknown>) => sign(200, request, 'aip.core.v1.action_result', { action_result: result });
+
+  const execute = async (request: Envelope, action: Record<string, unknown>, pinnedRoute: PinnedRoute): Promise<MessageAnswer> => {
+    const forwarded = connectorAction(action, deps.pinned.tenantId);
+    const entry: RunningAction = { action: forwarded, controller: new AbortController(), settled: Promise.resolve() };
+    running.set(forwarded.id, entry);
+    const delivery = streamDelivery(request, action, pinnedRoute, entry.controller.signal);
+    try {
+      const context = executionContext(binding, origin(request), {
+        deadline: actionDeadline(deps.connector, action, now()),
+        signal: withStop(entry.controller.signal, deps.stopSignal),
+        ...(pinnedRoute.approval === undefined ? {} : { approval: approvalGrant(pinnedRoute.approval, action) }),
+        ...(delivery === undefined ? {} : { onChunk: delivery.deliver }),
+      });
+      const invocation = deps.connector.invoke(forwarded, context);
+      entry.settled = invocation.catch(() => undefined);
+      const result = await invocation;
+      return answerResult(request, wireActionResult(result, undeliveredNotes(delivery?.report, forwarded.id)));
+    } finally {
+      if (running.get(forwarded.id) === entry) running.delete(forwarded.id);
+    }
+  };
+
+  const streamDelivery = (request: Envelope, action: Record<string, unknown>, pinnedRoute: PinnedRoute, signal: AbortSignal) => {
+    if (action.mode !== 'streaming' || deps.pinned.callbackTarget === undefined || request.from === undefined) return undefined;
+    const { approval_authorization: _approval, ...route } = pinnedRoute.route;
+    return new ChunkDelivery(
+      { target: deps.pinned.callbackTarget, key: deps.key, signer: deps.pinned.host, now, ...attemptTimeout(deps.callbackAttemptTimeoutMs) },
+      { route, recipient: request.from },
+      correlation(request),
+      withStop(signal, deps.stopSignal),
+    );
+  };
+
+  const undeliveredNotes = (report: DeliveryReport | undefined, actionId: string): string[] => {
+    if (report?.firstUndelivered === undefined) return [];
+    deps.logger?.warn(
+      { action_id: actionId, first_undelivered: report.firstUndelivered, undelivered: report.undelivered, delivered: report.delivered, reason: report.reason },
+      'stream chunks not delivered to the callback target',
+    );
+    return [
+      `${report.undelivered} stream chunk(s) from sequence ${report.firstUndelivered} on were not delivered to the callback target (${report.reason}); this result is complete`,
+    ];
+  };
+
+  const cancel = async (request: Envelope, cancelBody: Record<string, unknown>, pinnedRoute: PinnedRoute): Promise<MessageAnswer> => {
+    const actionId = String(asObject(cancelBody.target)?.action);
+    const known = running.get(actionId);
+    // Aborted, then awaited: a start that Hermes answered before the abort has its run in the ledger by now, so the stop finds it.
+    known?.controller.abort();
+    await known?.settled;
+    const context = executionContext(binding, origin(request), { deadline: undefined, signal: deps.stopSignal ?? new AbortController().signal });
+    const result: AipActionResult = await cancelThroughConnector(
+      binding,
+      known?.action,
+      { actionId, capabilityId: pinnedRoute.capabilityId as string },
+      context,
+    );
+    return answerResult(request, wireActionResult(result));
+  };
+
+  /** Everything after the route checks, for a request that passed them. */
+  const admitted = async (request: Envelope, pinnedRoute: PinnedRoute, isAction: boolean): Promise<MessageAnswer> => {
+    if (pinnedRoute.capabilityId !== undefined) {
+      const verdict = await deps.authorizeCredential(pinnedRoute.credentialRevision ?? null, pinnedRoute.capabilityId).catch(() => 'unavailable' as const);
+      if (verdict !== 'authorized') return refuse(request, credentialRefusal(verdict));
+    }
+    if (pinnedRoute.approval !== undefined) {
+      const outcome = await importApproval(deps.ledger, pinnedRoute.approval, deps.pinned.tenantId, now()).catch((error: unknown) => {
+        logError('import approval')(error);
+        return 'unavailable' as const;
+      });
+      if (outcome !== 'imported') return refuse(request, approvalRefusal(outcome));
+    }
+    if (!isAction) return gateway(request, pinnedRoute);
+    // As the reference counts it: an action is in flight from here (its replay check included) to its answer.
+    status.inFlight++;
+    try {
+      return await gateway(request, pinnedRoute);
+    } finally {
+      status.inFlight--;
+    }
+  };
+
+  /** What the reference's gateway does with an admitted envelope: replay policy, identity binding, then the body. */
+  const gateway = async (request: Envelope, pinnedRoute: PinnedRoute): Promise<MessageAnswer> => {
+    const replayVerdict = await replay.admit(request.message_id, parseRfc3339(request.sent_at) ?? Number.NaN).catch((error: unknown) => {
+      logError('replay store')(error);
+      return { failed: true } as const;
+    });
+    if (replayVerdict !== undefined) {
+      if ('failed' in replayVerdict) return refuse(request, executionRefusal('runtime error: storage error: the replay store could not be reached'));
+      return refuse(request, { status: 409, error: hostError('connector_host.replay', replayVerdict.refused, 'policy', false) });
+    }
+    const action = asObject(request.body.action);
+    if (action !== undefined) {
+      const mismatch = checkIdentityClaims(action, deps.pinned);
+      if (mismatch !== undefined) return refuse(request, mismatch);
+      return execute(request, action, pinnedRoute).catch((error: unknown) => {
+        logError('execute action')(error);
+        return refuse(request, executionRefusal('runtime error: the connector failed while executing the action'));
+      });
+    }
+    const cancelBody = asObject(request.body.cancel);
+    if (cancelBody !== undefined) {
+      return cancel(request, cancelBody, pinnedRoute).catch((error: unknown) => {
+        logError('cancel action')(error);
+        return refuse(request, executionRefusal('runtime error: the connector failed while cancelling the action'));
+      });
+    }
+    return refuse(request, executionRefusal('unsupported message type'));
+  };
+
+  const handle = async ({ body: rawBody, headers }: MessageRequest): Promise<MessageAnswer> => {
+    if (!isJsonContentType(headers['content-type'])) {
+      return { status: 415, body: 'Expected request with `Content-Type: application/json`', contentType: TEXT_TYPE };
+    }
+    const parsed = parseWire(rawBody.toString('utf8'));
+    if ('error' in parsed) return { status: 400, body: `Failed to parse the request body as JSON: ${parsed.error}`, contentType: TEXT_TYPE };
+    status.count('requests_total');
+    const decoded = checkEnvelope(parsed.tree);
+    if (!decoded.ok) {
+      status.count('rejected_total');
+      return unsigned(400, decoded.code, decoded.message);
+    }
+    const request = decoded.envelope.value as unknown as Envelope;
+    const signer = checkGateway(request, (did) => signedBy(decoded.envelope.tree, did), deps.pinned);
+    if (signer !== undefined) return refuse(request, signer);
+    const pinnedRoute = checkRoute(request, deps.pinned, (record, action) => checkApprovalAuthorization(record, action, deps.pinned.tenantId, now()));
+    if ('status' in pinnedRoute) return refuse(request, pinnedRoute);
+    const isAction = request.body.action !== undefined;
+    if (!isAction) return admitted(request, pinnedRoute, false);
+    if (!status.admitsActions()) {
+      return refuse(request, {
+        status: 503,
+        error: hostError('connector_host.not_ready', 'connector host is draining or its lease is not valid', 'temporary', true, deps.heartbeatMs),
+      });
+    }
+    if (permits >= deps.maxInFlight) {
+      return refuse(request, {
+        status: 429,
+        error: hostError('connector_host.capacity', 'connector host local concurrency capacity is exhausted', 'temporary', true, 100),
+      });
+    }
+    permits++;
+    try {
+      return await admitted(request, pinnedRoute, true);
+    } finally {
+      permits--;
+    }
+  };
+  return {
+    handle: (request) =>
+      handle(request).catch((error: unknown) => {
+        logError('handle message')(error);
+        return unsigned(500, 'connector_host.internal', 'the connector host failed while answering this message');
+      }),
+  };
+}
+
+/**
+ * `verify_native_envelope_signature`: Ed25519 by `did` over the canonical form of the typed
+ * re-serialisation without `security.signature` (the did is `security.did`, else `from.did`).
+ */
+function signedBy(tree: unknown, did: string): boolean {
+  const signature = (tree as { security?: { signature?: unknown } }).security?.signature;
+  return typeof signature === 'string' && verifyWithDid(did, canonicalJson(withoutPaths(tree, [['security', 'signature']])), signature);
+}
+
+/** The reference's `unsigned_input_error`: a plain error object, no envelope, no signature. */
+function unsigned(status: number, code: string, message: string): MessageAnswer {
+  const error = hostError(code, message, 'permanent', false);
+  return { status, body: wireJson({ error: { code, message: error.message, category: 'permanent', retryable: false } }), contentType: JSON_TYPE };
+}
+
+function executionRefusal(message: string): Refusal {
+  return { status: 502, error: hostError('connector_host.execution', message, 'connector', false) };
+}
+
+function credentialRefusal(verdict: Exclude<CredentialVerdict, 'authorized'>): Refusal {
+  return verdict === 'denied'
+    ? { status: 403, error: hostError('connector_host.credential_revision_denied', 'pinned credential revision is not authorized', 'auth', false) }
+    : {
+        status: 503,
+        error: hostError('connector_host.credential_revision_unavailable', 'credential revision authority is unavailable', 'temporary', true, 1_000),
+      };
+}
+
+function approvalRefusal(outcome: 'conflict' | 'unavailable'): Refusal {
+  return outcome === 'conflict'
+    ? {
+        status: 403,
+        error: hostError('connector_host.approval_authorization_conflict', 'connector-host approval authorization conflicts with durable state', 'auth', false),
+      }
+    : {
+        status: 503,
+        error: hostError(
+          'connector_host.approval_authorization_unavailable',
+          'connector-host approval authorization journal is unavailable',
+          'temporary',
+          true,
+          1_000,
+        ),
+      };
+}
+
+function origin(request: Envelope) {
+  return { traceId: traceIdOf(request), sessionId: request.session_id };
+}
+
+/** The envelope trace's id when it names one, else the correlation id. */
+function traceIdOf(request: Envelope): string | undefined {
+  const trace = asObject(request.trace);
+  const id = trace?.trace_id ?? trace?.traceparent;
+  return typeof id === 'string' ? id : request.correlation_id;
+}
+
+function correlation(request: Envelope): Pick<Envelope, 'session_id' | 'correlation_id'> {
+  return {
+    ...(request.session_id === undefined ? {} : { session_id: request.session_id }),
+    ...(request.correlation_id === undefined ? {} : { correlation_id: request.correlation_id }),
+  };
+}
+
+function withStop(signal: AbortSignal, stop: AbortSignal | undefined): AbortSignal {
+  return stop === undefined ? signal : AbortSignal.any([signal, stop]);
+}
+
+function attemptTimeout(ms: number | undefined): { attemptTimeoutMs?: number } {
+  return ms === undefined ? {} : { attemptTimeoutMs: ms };
+}
+
+/** axum's `Json` extractor: `application/json` or any `application/*+json`, parameters allowed. */
+function isJsonContentType(header: string | string[] | undefined): boolean {
+  const value = Array.isArray(header) ? header[0] : header;
+  if (value === undefined) return false;
+  const essence = (value.split(';')[0] ?? '').trim().toLowerCase();
+  return essence === JSON_TYPE || (essence.startsWith('application/') && essence.endsWith('+json'));
+}

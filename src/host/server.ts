@@ -1,0 +1,209 @@
+/**
+ * The host's HTTP surface on node:http, answering as the reference host's axum router does:
+ * `POST /aip/v1/messages` (body limit counted before buffering: Content-Length first, then the
+ * streamed bytes), `GET /aip/v1/manifest`, `GET /health`, `GET /ready`, `GET /metrics`; 404 for
+ * any other path, 405 with `allow` for another method. A peer's fault (garbage, a slow or aborted
+ * body, a reset socket) ends that request only.
+ */
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import type { Logger } from 'pino';
+import { METRICS_CONTENT_TYPE, type HostStatus, metricsText } from './metrics.js';
+
+/** One POST to /aip/v1/messages, its body complete and within the limit. */
+export interface HostRequest {
+  readonly body: Buffer;
+  readonly headers: IncomingHttpHeaders;
+}
+
+export interface HostResponse {
+  readonly status: number;
+  /** Default `application/json`. */
+  readonly contentType?: string;
+  readonly body: string;
+}
+
+/** What answers `POST /aip/v1/messages` (host-exec's `src/host/messages.ts` implements it). It never rejects for a peer's fault. */
+export interface MessageHandler {
+  handle(request: HostRequest): Promise<HostResponse>;
+}
+
+export interface ReadyReport {
+  readonly ready: boolean;
+  /** The `/ready` body (status, lease_valid, draining, runtime, connector). */
+  readonly body: object;
+}
+
+export interface HostServerOptions {
+  readonly status: HostStatus;
+  readonly messages: MessageHandler;
+  /** The bound manifest as the JSON text served on GET /aip/v1/manifest. */
+  readonly manifestText: string;
+  readonly ready: () => Promise<ReadyReport>;
+  readonly maxRequestBytes: number;
+  readonly logger: Logger;
+  /** How long a client may take to send its headers (default 10 s). */
+  readonly headersTimeoutMs?: number;
+  /** How long a client may take to send a message body once its headers arrived (default 30 s). */
+  readonly bodyTimeoutMs?: number;
+}
+
+export interface HostServer {
+  readonly server: Server;
+  /** Listens on host:port; rejects with the listen error (EADDRINUSE, EACCES...). */
+  listen(host: string, port: number): Promise<AddressInfo>;
+  /** Stops accepting connections, lets requests in progress finish for up to `graceMs`, then closes every connection. */
+  close(graceMs: number): Promise<void>;
+}
+
+const HEALTH_BODY = JSON.stringify({ status: 'ok', protocol: 'AIP', version: '1.0', service: 'aip-connector-host' });
+const JSON_TYPE = 'application/json';
+const TEXT_TYPE = 'text/plain; charset=utf-8';
+/** The text axum's body-limit rejection carries. */
+const TOO_LARGE_TEXT = 'Failed to buffer the request body: length limit exceeded';
+
+type Route = { method: 'GET' | 'POST'; answer: (req: IncomingMessage, res: ServerResponse) => Promise<void> };
+
+export function createHostServer(options: HostServerOptions): HostServer {
+  const routes = routeTable(options);
+  const active = new Set<ServerResponse>();
+  const server = createServer({
+    headersTimeout: options.headersTimeoutMs ?? 10_000,
+    // A backstop for bodies sent to routes that ignore them; message bodies have their own, shorter bound.
+    requestTimeout: 60_000,
+    connectionsCheckingInterval: 1_000,
+  });
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    active.add(res);
+    res.on('close', () => active.delete(res));
+    dispatch(routes, req, res).catch((error: unknown) => {
+      options.logger.error({ err: error instanceof Error ? error.message : String(error), path: pathOf(req) }, 'host request failed');
+      sendOnce(res, 500, TEXT_TYPE, 'internal error');
+    });
+  });
+  server.on('clientError', (_error: Error, socket: Socket) => {
+    if (socket.writable && !socket.writableEnded) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+    socket.destroy();
+  });
+  return {
+    server,
+    listen: (host, port) => listen(server, host, port, options.logger),
+    close: (graceMs) => close(server, active, graceMs),
+  };
+}
+
+function routeTable(options: HostServerOptions): Map<string, Route> {
+  return new Map<string, Route>([
+    ['/aip/v1/messages', { method: 'POST', answer: (req, res) => answerMessage(options, req, res) }],
+    ['/aip/v1/manifest', { method: 'GET', answer: async (_req, res) => sendOnce(res, 200, JSON_TYPE, options.manifestText) }],
+    ['/health', { method: 'GET', answer: async (_req, res) => sendOnce(res, 200, JSON_TYPE, HEALTH_BODY) }],
+    ['/ready', { method: 'GET', answer: (_req, res) => answerReady(options, res) }],
+    ['/metrics', { method: 'GET', answer: async (_req, res) => sendOnce(res, 200, METRICS_CONTENT_TYPE, metricsText(options.status)) }],
+  ]);
+}
+
+/** axum's routing: unknown path 404 (empty), known path with another method 405 with `allow`; GET routes also answer HEAD. */
+async function dispatch(routes: Map<string, Route>, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const route = routes.get(pathOf(req));
+  if (route === undefined) return sendOnce(res, 404, undefined, '');
+  const method = req.method === 'HEAD' && route.method === 'GET' ? 'GET' : req.method;
+  if (method !== route.method) {
+    res.setHeader('allow', route.method === 'GET' ? 'GET,HEAD' : 'POST');
+    return sendOnce(res, 405, undefined, '');
+  }
+  await route.answer(req, res);
+}
+
+function pathOf(req: IncomingMessage): string {
+  const url = req.url ?? '';
+  const end = url.search(/[?#]/);
+  return end === -1 ? url : url.slice(0, end);
+}
+
+async function answerReady(options: HostServerOptions, res: ServerResponse): Promise<void> {
+  const report = await options.ready();
+  sendOnce(res, report.ready ? 200 : 503, JSON_TYPE, JSON.stringify(report.body));
+}
+
+async function answerMessage(options: HostServerOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const body = await readBody(req, options.maxRequestBytes, options.bodyTimeoutMs ?? 30_000);
+  if (body === 'too_large') return refuseBody(res, 413, TOO_LARGE_TEXT);
+  if (body === 'timeout') return refuseBody(res, 408, 'request body timed out');
+  if (body === 'aborted') return;
+  const answer = await options.messages.handle({ body, headers: req.headers });
+  sendOnce(res, answer.status, answer.contentType ?? JSON_TYPE, answer.body);
+}
+
+/** Answers without reading the rest of the body, and closes the connection so it is not read either. */
+function refuseBody(res: ServerResponse, status: number, text: string): void {
+  res.setHeader('connection', 'close');
+  sendOnce(res, status, TEXT_TYPE, text);
+}
+
+/**
+ * The body, or why there is none: `too_large` as soon as Content-Length or the bytes received pass
+ * `limit` (nothing past the limit is kept), `timeout` when it has not arrived within `timeoutMs`,
+ * `aborted` when the client went away.
+ */
+export function readBody(req: IncomingMessage, limit: number, timeoutMs: number): Promise<Buffer | 'too_large' | 'timeout' | 'aborted'> {
+  const declared = req.headers['content-length'];
+  if (declared !== undefined && Number(declared) > limit) return Promise.resolve('too_large');
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let received = 0;
+    const finish = (outcome: Buffer | 'too_large' | 'timeout' | 'aborted'): void => {
+      clearTimeout(timer);
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onAbort);
+      req.off('close', onClose);
+      if (outcome !== 'aborted' && !(outcome instanceof Buffer)) req.pause();
+      resolve(outcome);
+    };
+    const onData = (chunk: Buffer): void => {
+      received += chunk.length;
+      if (received > limit) finish('too_large');
+      else chunks.push(chunk);
+    };
+    const onEnd = (): void => finish(Buffer.concat(chunks, received));
+    const onAbort = (): void => finish('aborted');
+    const onClose = (): void => {
+      if (!req.complete) finish('aborted');
+    };
+    const timer = setTimeout(() => finish('timeout'), timeoutMs);
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onAbort);
+    req.on('close', onClose);
+  });
+}
+
+function sendOnce(res: ServerResponse, status: number, contentType: string | undefined, body: string): void {
+  if (res.headersSent || res.destroyed) return;
+  res.statusCode = status;
+  if (contentType !== undefined) res.setHeader('content-type', contentType);
+  res.setHeader('content-length', Buffer.byteLength(body));
+  res.end(res.req.method === 'HEAD' ? undefined : body);
+}
+
+function listen(server: Server, host: string, port: number, logger: Logger): Promise<AddressInfo> {
+  return new Promise((resolve, reject) => {
+    const onError = (error: Error): void => reject(error);
+    server.once('error', onError);
+    server.listen(port, host, () => {
+      server.off('error', onError);
+      // An accept failure (EMFILE...) must not end the process: the server keeps listening.
+      server.on('error', (error: NodeJS.ErrnoException) => logger.error({ err: error.code ?? error.message }, 'host server error'));
+      resolve(server.address() as AddressInfo);
+    });
+  });
+}
+
+async function close(server: Server, active: Set<ServerResponse>, graceMs: number): Promise<void> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  const deadline = Date.now() + graceMs;
+  while (active.size > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+  server.closeAllConnections();
+  await closed;
+}

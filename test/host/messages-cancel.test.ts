@@ -1,0 +1,88 @@
+/**
+ * Cancels: `connector.cancel` for the routed action. A started run is stopped (the connector finds
+ * it in its ledger by action id), an action executing here is aborted, nothing to stop still
+ * answers an action_result with that action id, and the host's stop signal (drain timeout)
+ * aborts what is in flight.
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { RunStep } from 'aip-connector-hermes-agent/simulator';
+import { NOTHING_TO_STOP } from '../../src/host/execute.js';
+import {
+  actionEnvelope,
+  actionId,
+  cancelEnvelope,
+  cap,
+  type HostUnderTest,
+  peerResponseProblem,
+  resultOf,
+  routeFor,
+  sentEnvelope,
+  signed,
+  startHost,
+} from './messages-support.js';
+
+const waits = (): RunStep[] => [{ type: 'approval', command: 'deploy' }, { type: 'complete' }];
+
+let host: HostUnderTest;
+beforeAll(async () => {
+  host = await startHost({ script: waits });
+});
+
+async function started(): Promise<{ id: string; runId: string }> {
+  const id = actionId();
+  const answer = await host.post(
+    signed(actionEnvelope(host, { id, capability_id: cap('run_start'), input: { body: { input: 'deploy' } }, idempotency_key: `k-${id}` })),
+  );
+  return { id, runId: String((resultOf(answer).output as Record<string, unknown>).run_id) };
+}
+
+const stopsOf = (runId: string) => host.sim.requests.filter((request) => request.method === 'POST' && request.path === `/v1/runs/${runId}/stop`);
+
+describe('cancel', () => {
+  it('of a run_start whose run is live: the run is stopped, and a signed action_result with that action id answers', async () => {
+    const { id, runId } = await started();
+    await expect.poll(() => host.sim.run(runId)?.status).toBe('waiting_for_approval');
+    const text = signed(cancelEnvelope({ action: id }, routeFor(host, id, cap('run_start'))));
+    const answer = await host.post(text);
+    expect(answer.status).toBe(200);
+    expect(peerResponseProblem(answer, sentEnvelope(text))).toBeUndefined();
+    expect(resultOf(answer)).toMatchObject({ action_id: id, status: 'completed' });
+    expect(stopsOf(runId)).toHaveLength(1);
+  });
+
+  it('of an action with nothing to stop (never ran here): 200 completed action_result saying so', async () => {
+    const id = actionId();
+    const answer = await host.post(signed(cancelEnvelope({ action: id }, routeFor(host, id, cap('run_status')))));
+    expect(answer.status).toBe(200);
+    expect(resultOf(answer)).toEqual({ action_id: id, status: 'completed', message: [{ type: 'text', text: NOTHING_TO_STOP }] });
+  });
+
+  it('of an action executing here: its read is aborted (it answers cancelled) and its run is stopped', async () => {
+    const { runId } = await started();
+    const events = { id: actionId(), capability_id: cap('run_events'), input: { run_id: runId } };
+    const reading = host.post(signed(actionEnvelope(host, events)));
+    await expect.poll(() => host.status.inFlight).toBe(1);
+    const cancel = await host.post(signed(cancelEnvelope({ action: events.id }, routeFor(host, events.id, events.capability_id))));
+    expect(cancel.status).toBe(200);
+    expect(resultOf(cancel)).toMatchObject({ action_id: events.id });
+    const read = await reading;
+    expect(read.status).toBe(200);
+    expect(resultOf(read)).toMatchObject({ action_id: events.id, status: 'cancelled', error: { code: 'connector.hermes_agent.cancelled' } });
+    expect(stopsOf(runId).length).toBeGreaterThanOrEqual(1);
+    expect(host.status.inFlight).toBe(0);
+  });
+});
+
+describe('the host’s stop signal', () => {
+  it('aborts the actions in flight: a read waiting on a run answers cancelled at once', async () => {
+    const stopping = await startHost({ sim: host.sim });
+    const { runId } = await started();
+    const events = { id: actionId(), capability_id: cap('run_events'), input: { run_id: runId } };
+    const reading = stopping.post(signed(actionEnvelope(stopping, events)));
+    await expect.poll(() => stopping.status.inFlight).toBe(1);
+    stopping.stop.abort();
+    const answer = await reading;
+    expect(answer.status).toBe(200);
+    expect(resultOf(answer)).toMatchObject({ action_id: events.id, status: 'cancelled', error: { code: 'connector.hermes_agent.cancelled' } });
+  });
+});

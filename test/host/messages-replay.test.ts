@@ -1,0 +1,34 @@
+/**
+ * The replay guard through the handler on each durable ledger (SQLite, and PostgreSQL when
+ * configured): a message replayed after a restart of the host is refused without reaching
+ * Hermes, and the same message raced against itself executes once.
+ */
+import { describe, expect, it } from 'vitest';
+import { DURABLE_BACKENDS } from '../helpers/ledgers.js';
+import { actionEnvelope, actionId, cap, errorOf, resultOf, signed, startHost } from './messages-support.js';
+
+describe.each(DURABLE_BACKENDS)('replayed messages: $name', (backend) => {
+  it('after a restart (a new host over the same ledger) the replayed run_start is a 409 and Hermes sees no second start', async () => {
+    const store = await backend.create();
+    const before = await startHost({ ledger: store.ledger });
+    const id = actionId();
+    const text = signed(actionEnvelope(before, { id, capability_id: cap('run_start'), input: { body: { input: 'hi' } }, idempotency_key: `k-${id}` }));
+    expect((await before.post(text)).status).toBe(200);
+    await before.connector.close();
+    await store.ledger.close();
+
+    const after = await startHost({ ledger: store.open(), sim: before.sim });
+    const replayed = await after.post(text);
+    expect(replayed.status).toBe(409);
+    expect(errorOf(replayed)).toMatchObject({ code: 'connector_host.replay', category: 'policy' });
+    expect(before.sim.startCount()).toBe(1);
+  });
+
+  it('one signed message sent twice at once: one executes, the other is a replay', async () => {
+    const host = await startHost({ ledger: (await backend.create()).ledger });
+    const text = signed(actionEnvelope(host, { id: actionId(), capability_id: cap('run_status'), input: { run_id: 'run_x' } }));
+    const answers = await Promise.all([host.post(text), host.post(text)]);
+    expect(answers.map((answer) => answer.status).sort()).toEqual([200, 409]);
+    expect(answers.filter((answer) => answer.status === 200).map((answer) => resultOf(answer).status)).toEqual(['failed']);
+  });
+});
