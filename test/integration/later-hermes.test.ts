@@ -142,6 +142,27 @@ describe('run_approval request_id', () => {
   });
 });
 
+describe('a later gateway shutting down', () => {
+  it('interrupts a live run (run_interrupted, recorded as interrupted) and refuses new ones (draining)', async () => {
+    const h = await harness();
+    const runId = await h.startRun({
+      input: 'hi',
+      sim_script: [
+        { type: 'delta', text: 'working' },
+        { type: 'approval', command: 'rm -rf ./build' },
+      ],
+    });
+    await eventually(() => h.sim.run(runId)?.status === 'waiting_for_approval' || undefined, `run ${runId} waiting`);
+    h.sim.drain();
+    const result = await events(h, runId);
+    expect(result.error?.code).toBe(`${PREFIX}run_interrupted`);
+    expect((result.output as EventsOutput).terminal_event).toBe('run.interrupted');
+    expect(await h.connector.evidence(runId)).toMatchObject({ terminal_event: 'run.interrupted', last_status: 'interrupted' });
+    const refused = await h.invoke({ capability_id: h.cap('run_start'), input: { body: { input: 'again' } }, idempotency_key: nextId('key') });
+    expect(refused.error).toMatchObject({ code: `${PREFIX}draining`, retryable: true, retry_after_ms: 1000 });
+  });
+});
+
 describe('401 from Hermes 0.20.1 on', () => {
   it('gateway_auth_failed is authentication with that provider code', async () => {
     const h = await harness({ simulator: { profile: 'v0.20' }, endpoint: { apiKey: 'hk_wrong_key_0123456789abcdef' } });
