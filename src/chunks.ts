@@ -99,7 +99,7 @@ function isThenable(value: unknown): value is PromiseLike<void> {
   return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function';
 }
 
-const TERMINAL_ERROR_EVENTS = new Set(['run.failed']);
+const TERMINAL_ERROR_EVENTS = new Set(['run.failed', 'run.interrupted']);
 
 function isFinalKind(kind: AipStreamChunkKind): boolean {
   return kind === 'done' || kind === 'error';

@@ -23,11 +23,13 @@ export const FAILURE_CATALOGUE = {
   not_found: { category: 'permanent', providerCalled: 'yes' },
   conflict: { category: 'permanent', providerCalled: 'yes' },
   rate_limited: { category: 'temporary', providerCalled: 'yes' },
+  draining: { category: 'temporary', providerCalled: 'yes' },
   remote_rejected: { category: 'permanent', providerCalled: 'yes' },
   remote_temporary: { category: 'temporary', providerCalled: 'yes' },
   transport: { category: 'transport', providerCalled: 'maybe' },
   invalid_response: { category: 'connector', providerCalled: 'yes' },
   stream_failed: { category: 'connector', providerCalled: 'yes' },
+  run_interrupted: { category: 'connector', providerCalled: 'yes' },
   stream_truncated: { category: 'connector', providerCalled: 'yes' },
   stream_incomplete: { category: 'connector', providerCalled: 'yes' },
   stream_publication: { category: 'connector', providerCalled: 'yes' },
@@ -92,7 +94,7 @@ export class HermesFailure extends Error {
 
 const NOT_RETRYABLE_EVEN_FOR_READS: ReadonlySet<FailureCode> = new Set(['cancelled', 'deadline_exceeded']);
 /** Failures where the provider certainly was not asked, and asking again later may work. */
-const RETRYABLE_FOR_EVERY_OPERATION: ReadonlySet<FailureCode> = new Set(['rate_limited', 'ledger_unavailable']);
+const RETRYABLE_FOR_EVERY_OPERATION: ReadonlySet<FailureCode> = new Set(['rate_limited', 'draining', 'ledger_unavailable']);
 
 /** An operation whose contract declares no `write` side effect: retrying it is safe, and its outcome is never uncertain. */
 export function isReadOperation(operation: OperationName): boolean {
@@ -137,6 +139,10 @@ export function failureFromHttpStatus(status: number, endpointId: string, provid
   if (status === 429) {
     // Hermes refuses at its concurrency gate before reading the body: nothing happened.
     return new HermesFailure('rate_limited', `${answered}: too many concurrent runs`, { ...init, retryAfterMs });
+  }
+  if (status === 503 && providerCode === 'gateway_draining') {
+    // Hermes (0.19 and later) refuses new work while its gateway shuts down, before acting.
+    return new HermesFailure('draining', `${answered}: the gateway is shutting down and refused before acting`, { ...init, retryAfterMs });
   }
   if (status >= 500) return new HermesFailure('remote_temporary', `${answered}: provider error`, { ...init, effect: 'maybe' });
   if (status >= 300 && status < 400) return new HermesFailure('remote_rejected', `${answered}: redirects are never followed`, init);

@@ -122,8 +122,8 @@ describe('failureFromHttpStatus', () => {
 
 /** The rule of the API doc, written independently of the implementation. */
 function expectedRetryable(code: FailureCode, operation: OperationName): boolean {
-  // Both are refused before Hermes is asked (the 429 gate, the ledger), so trying again later is safe.
-  if (code === 'rate_limited' || code === 'ledger_unavailable') return true;
+  // All three are refused before Hermes acts (the 429 gate, a draining gateway, the ledger), so trying again later is safe.
+  if (code === 'rate_limited' || code === 'draining' || code === 'ledger_unavailable') return true;
   const category = FAILURE_CATEGORIES[code];
   const read = READS.includes(operation);
   return read && (category === 'temporary' || category === 'transport') && code !== 'cancelled' && code !== 'deadline_exceeded';
@@ -140,8 +140,8 @@ describe('toProtocolError retryable / uncertain_outcome matrix', () => {
           expect(error.category).toBe(FAILURE_CATEGORIES[code]);
           expect(error.retryable).toBe(expectedRetryable(code, operation));
           expect(error.details).toEqual({ endpoint_id: 'ep1', operation, uncertain_outcome: uncertain });
-          // An uncertain mutation is never retryable (rate_limited and ledger_unavailable are refused before Hermes acts).
-          if (uncertain) expect(error.retryable).toBe(code === 'rate_limited' || code === 'ledger_unavailable');
+          // An uncertain mutation is never retryable (rate_limited, draining and ledger_unavailable are refused before Hermes acts).
+          if (uncertain) expect(error.retryable).toBe(code === 'rate_limited' || code === 'draining' || code === 'ledger_unavailable');
         }
       });
     }

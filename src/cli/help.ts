@@ -80,7 +80,7 @@ harmless prompt. Every run left active is stopped at the end, and every unread e
 Options:
   --config FILE             Endpoints file (default: HERMES_BASE_URL and HERMES_API_KEY)
   --simulate                Qualify the embedded Hermes simulator instead (scripted runs, random key)
-  --profile pin|v0.19|later Simulator profile with --simulate: pin = Hermes 0.18.2 (default), v0.19 = 0.19.0, later = reference §9
+  --profile pin|v0.19|v0.20|later Simulator profile with --simulate: pin = Hermes 0.18.2 (default), v0.19 = 0.19.0, v0.20 = 0.20.1, later = reference §9
   --out DIR                 Write DIR/evidence.json and DIR/report.html
   --approval-prompt TEXT    Prompt for runs that must ask for approval
   --harmless-prompt TEXT    Prompt for runs that must not (default: "Reply with the single word: ready")
@@ -97,7 +97,7 @@ generated and written to a private temporary file, never printed. An endpoints f
 
 Options:
   --port N              Port to listen on (default 8642, Hermes' default; 0 picks a free port)
-  --profile P           "pin" (Hermes 0.18.2, default), "v0.19" (0.19.0) or "later" (idempotency keys, stop on a finished run, ...)
+  --profile P           "pin" (Hermes 0.18.2, default), "v0.19" (0.19.0), "v0.20" (0.20.1) or "later" (idempotency keys, stop on a finished run, ...)
   -h, --help            Show this help
 `;
 

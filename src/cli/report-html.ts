@@ -137,7 +137,8 @@ function targetText(evidence: QualificationEvidence): string {
 
 function hermesText(endpoint: EndpointRecord): string {
   const { version, platform, read_from: readFrom, problem } = endpoint.hermes;
-  return version === null ? `unknown: ${problem ?? readFrom}` : `${version}${platform === null ? '' : ` (${platform})`}, from ${readFrom}`;
+  if (version === null) return `unknown: ${problem ?? readFrom}`;
+  return `${version}${platform === null ? '' : ` (${platform})`}, from ${readFrom}${problem === null ? '' : ` (${problem})`}`;
 }
 
 export function identityTable(className: string, rows: Array<[string, string]>): string {

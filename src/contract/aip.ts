@@ -86,6 +86,10 @@ export interface RunEventsOutput {
   terminal: boolean;
   terminal_event?: string;
   truncated?: boolean;
+  /** How often a stream cut before its terminal event was reopened with `?last_seq=` (only when Hermes numbers its events). */
+  resumed?: number;
+  /** Why resuming stopped and the stream was reconciled instead: `replay_truncated` or `not_found` (a 404 on resume). */
+  resume_fallback?: 'replay_truncated' | 'not_found';
   reconciliation?: { http_status: number | null; status?: Record<string, unknown>; error_code?: string };
 }
 

@@ -11,6 +11,8 @@ const STATUS_OF_TERMINAL_EVENT: Readonly<Record<string, string>> = {
   'run.completed': 'completed',
   'run.failed': 'failed',
   'run.cancelled': 'cancelled',
+  // A later Hermes (after 0.20.1) ends a run its gateway shut down under with this event.
+  'run.interrupted': 'interrupted',
 };
 
 /** Events that end a run's event stream. */
@@ -29,5 +31,9 @@ export const KNOWN_EVENT_KINDS: ReadonlySet<string> = new Set([
   'tool.completed',
   'approval.request',
   'approval.responded',
+  'message.interim',
+  'subagent.start',
+  'subagent.complete',
+  'run.steered',
   ...TERMINAL_EVENTS,
 ]);

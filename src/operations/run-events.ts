@@ -32,8 +32,14 @@ const SSE_HEADERS_TIMEOUT_MS = 30_000;
 /** undici's idle-body timer, set to sseIdleTimeoutMs: the stream ended without saying how the run did. */
 const IDLE_TIMEOUT_CODE = 'UND_ERR_BODY_TIMEOUT';
 
-/** How reading ended; `broken` is a connection that failed mid-body, which is as incomplete as a clean close. */
-type StreamEnd = { kind: 'terminal' | 'truncated' | 'closed' } | { kind: 'broken'; transportCode: string | undefined };
+/**
+ * How reading ended; `broken` is a connection that failed mid-body, which is as incomplete as a
+ * clean close; `replay_truncated` is a resumption whose replay no longer reaches back.
+ */
+type StreamEnd = { kind: 'terminal' | 'truncated' | 'closed' | 'replay_truncated' } | { kind: 'broken'; transportCode: string | undefined };
+
+/** How often one run_events call reopens a cut stream with `?last_seq=`. */
+const MAX_RESUMPTIONS = 3;
 
 /**
  * GET /v1/runs/{run_id}/events: reads the run's SSE stream to its terminal event,
@@ -51,19 +57,15 @@ export const runEvents: Operation<RunEventsInput> = {
     const route = runRoute(call.input.run_id, '/events');
     const span = call.telemetry.startRequest(call.traceContext, { method: 'GET', template: route.template, server: endpoint.server }, headers);
     const trace = new StreamTrace(call.telemetry, span);
+    const reader = newReader(call, output, scope, trace);
     let statusCode: number | undefined;
     let end: StreamEnd;
     try {
-      const response = await sendRequest(
-        call.pools.targetFor(endpoint),
-        { method: 'GET', path: route.path, headers, headersTimeoutMs: SSE_HEADERS_TIMEOUT_MS, bodyTimeoutMs: config.limits.sseIdleTimeoutMs },
-        scope,
-      );
+      const response = await openStream(call, route.path, headers, scope);
       statusCode = response.statusCode;
-      call.onHttpStatus(response.statusCode);
-      if (!isSuccess(response.statusCode)) throw await failureFromResponse(response, endpoint, config.now);
       output.http_status = response.statusCode;
-      end = await readStream(call, response, output, scope, trace);
+      end = await readStream(call, response, reader);
+      end = await resume(call, route.path, headers, reader, end);
     } catch (error) {
       const failure = transportFailure(error, scope, call.pools.targetFor(endpoint).peer, 'body', output.http_status || undefined);
       trace.finish(output.events);
@@ -94,13 +96,77 @@ function eventsPatch(output: RunEventsOutput | undefined, now: number): RunEvide
   return typeof status === 'string' ? { updated_at: now, last_status: status } : undefined;
 }
 
-async function readStream(
+/** GET of the event stream (`path` may carry `?last_seq=`); a non-2xx answer is thrown as its failure. */
+async function openStream(
   call: OperationCall<RunEventsInput>,
-  response: ProviderResponse,
-  output: RunEventsOutput,
+  path: string,
+  headers: ReturnType<typeof buildHeaders>,
   scope: CallScope,
-  trace: StreamTrace,
+): Promise<ProviderResponse> {
+  const { endpoint, config } = call;
+  const response = await sendRequest(
+    call.pools.targetFor(endpoint),
+    { method: 'GET', path, headers, headersTimeoutMs: SSE_HEADERS_TIMEOUT_MS, bodyTimeoutMs: config.limits.sseIdleTimeoutMs },
+    scope,
+  );
+  call.onHttpStatus(response.statusCode);
+  if (!isSuccess(response.statusCode)) throw await failureFromResponse(response, endpoint, config.now);
+  return response;
+}
+
+/**
+ * A stream cut before its terminal event, from a Hermes that numbers its events (`seq`, SSE `id:`),
+ * is reopened with `?last_seq=<last seen>`, at most MAX_RESUMPTIONS times and within the call's
+ * deadline (the scope). `replay.truncated` or a 404 ends resuming: the run is then reconciled
+ * through its status, as a stream without numbers is.
+ */
+async function resume(
+  call: OperationCall<RunEventsInput>,
+  path: string,
+  headers: ReturnType<typeof buildHeaders>,
+  reader: StreamReader,
+  first: StreamEnd,
 ): Promise<StreamEnd> {
+  const { output } = reader;
+  let end = first;
+  while ((end.kind === 'closed' || end.kind === 'broken') && reader.lastSeq !== undefined && (output.resumed ?? 0) < MAX_RESUMPTIONS) {
+    output.resumed = (output.resumed ?? 0) + 1;
+    reader.resumedAfter = reader.lastSeq;
+    let response: ProviderResponse;
+    try {
+      response = await openStream(call, `${path}?last_seq=${reader.lastSeq}`, headers, reader.scope);
+    } catch (error) {
+      if (!(error instanceof HermesFailure && error.code === 'not_found')) throw error;
+      output.resume_fallback = 'not_found';
+      return end;
+    }
+    end = await readStream(call, response, reader);
+    if (end.kind === 'replay_truncated') {
+      output.resume_fallback = 'replay_truncated';
+      return CLOSED;
+    }
+  }
+  return end;
+}
+
+function newReader(call: OperationCall<RunEventsInput>, output: RunEventsOutput, scope: CallScope, trace: StreamTrace): StreamReader {
+  return {
+    publisher: call.publisher,
+    output,
+    text: [],
+    scope,
+    trace,
+    maxEvents: call.input.max_events ?? call.config.limits.defaultMaxEvents,
+    next: 0,
+    published: undefined,
+    endAfterPublished: undefined,
+    lastSeq: undefined,
+    resumedAfter: undefined,
+  };
+}
+
+async function readStream(call: OperationCall<RunEventsInput>, response: ProviderResponse, reader: StreamReader): Promise<StreamEnd> {
+  const { output, scope, text } = reader;
   if (!isEventStreamContentType(response.headers['content-type'])) {
     response.body.destroy();
     throw new HermesFailure('invalid_response', `Hermes endpoint \`${call.endpoint.id}\` answered the event stream request with another content type`, {
@@ -108,21 +174,8 @@ async function readStream(
     });
   }
   const { limits } = call.config;
-  const maxEvents = call.input.max_events ?? limits.defaultMaxEvents;
   const secret = call.endpoint.apiKey?.reveal();
   const decoder = new SseDecoder({ maxFrameBytes: limits.maxSseFrameBytes, maxStreamBytes: limits.maxStreamResponseBytes }, call.endpoint.id, secret);
-  const text: string[] = [];
-  const reader: StreamReader = {
-    publisher: call.publisher,
-    output,
-    text,
-    scope,
-    trace,
-    maxEvents,
-    next: 0,
-    published: undefined,
-    endAfterPublished: undefined,
-  };
   /** Records and publishes one read's items; how the stream ended, if one of them ended it. */
   const take = async (items: SseItem[]): Promise<StreamEnd | undefined> => {
     reader.next = 0;
@@ -169,11 +222,16 @@ interface StreamReader {
   published: Promise<void> | undefined;
   /** How the stream ends once that publication is done, when the published event ended it. */
   endAfterPublished: StreamEnd | undefined;
+  /** The highest `seq` read so far, when Hermes numbers its events: where a resumption starts. */
+  lastSeq: number | undefined;
+  /** During a resumption, the `seq` it started after: a replayed event at or below it was read already. */
+  resumedAfter: number | undefined;
 }
 
 const CLOSED: StreamEnd = { kind: 'closed' };
 const TERMINAL: StreamEnd = { kind: 'terminal' };
 const TRUNCATED: StreamEnd = { kind: 'truncated' };
+const REPLAY_TRUNCATED: StreamEnd = { kind: 'replay_truncated' };
 
 /**
  * Takes the items of one read from `reader.next` on: records and publishes each. Returns how the
@@ -187,6 +245,8 @@ function takeItems(items: SseItem[], reader: StreamReader): StreamEnd | undefine
     // One network read can carry many frames: an abort (say, from onChunk) stops between them.
     if (scope.aborted) throw scope.reason;
     if (isSseDone(item)) return CLOSED;
+    if (item.event === 'replay.truncated') return REPLAY_TRUNCATED;
+    if (alreadyRead(item, reader)) continue;
     const terminal = TERMINAL_EVENTS.has(item.event);
     record(output, item, reader.text, terminal);
     if (reader.trace.recording) reader.trace.event(item.event, output.events.length, terminal);
@@ -204,14 +264,45 @@ function takeItems(items: SseItem[], reader: StreamReader): StreamEnd | undefine
   return undefined;
 }
 
+/**
+ * Whether a resumption's replay repeats an event read before it; otherwise remembers the highest
+ * number. The first subscription takes every event as it comes, numbered or not, as it always did.
+ */
+function alreadyRead(event: HermesSseEvent, reader: StreamReader): boolean {
+  const seq = seqOf(event);
+  if (seq === undefined) return false;
+  if (reader.resumedAfter !== undefined && seq <= reader.resumedAfter) return true;
+  reader.lastSeq = Math.max(seq, reader.lastSeq ?? seq);
+  return false;
+}
+
+/** An event's number: its `seq` field, else a numeric SSE `id:`. */
+function seqOf(event: HermesSseEvent): number | undefined {
+  const { seq } = event.data;
+  if (typeof seq === 'number' && Number.isSafeInteger(seq) && seq >= 0) return seq;
+  return event.id !== undefined && /^\d{1,15}$/.test(event.id) ? Number(event.id) : undefined;
+}
+
 /** Records an event as soon as it is read, so that a result cut short later still shows it (and the run's end, if it was seen). */
 function record(output: RunEventsOutput, event: HermesSseEvent, text: string[], terminal: boolean): void {
   output.events.push(event);
-  if (event.event === 'message.delta' && typeof event.data.delta === 'string') text.push(event.data.delta);
+  const streamed = streamedText(event);
+  if (streamed !== undefined) text.push(streamed);
   if (terminal) {
     output.terminal = true;
     output.terminal_event = event.event;
   }
+}
+
+/**
+ * The assistant text an event adds: a `message.delta`'s delta, or a later Hermes' `message.interim`
+ * text unless `already_streamed` says its deltas carried it already.
+ */
+function streamedText(event: HermesSseEvent): string | undefined {
+  const { data } = event;
+  if (event.event === 'message.delta') return typeof data.delta === 'string' ? data.delta : undefined;
+  if (event.event === 'message.interim' && data.already_streamed === false) return typeof data.text === 'string' ? data.text : undefined;
+  return undefined;
 }
 
 /**
@@ -240,6 +331,10 @@ async function settle(call: OperationCall<RunEventsInput>, output: RunEventsOutp
   if (end.kind === 'terminal') {
     if (output.terminal_event === 'run.completed') return { status: 'completed', output, message };
     if (output.terminal_event === 'run.cancelled') return { status: 'cancelled', output, message };
+    if (output.terminal_event === 'run.interrupted') {
+      const interrupted = `Hermes run \`${runId}\` was interrupted (run.interrupted: its gateway shut down or restarted before the run settled); it may have acted before it was interrupted`;
+      return { status: 'failed', output, message, failure: new HermesFailure('run_interrupted', interrupted, { effect: 'known' }) };
+    }
     return {
       status: 'failed',
       output,
@@ -260,10 +355,18 @@ async function settle(call: OperationCall<RunEventsInput>, output: RunEventsOutp
   const how = howItEnded(end, call.config.limits.sseIdleTimeoutMs);
   const failure = new HermesFailure(
     'stream_incomplete',
-    `The event stream of run \`${runId}\` ${how} without a terminal event; its status was read for reconciliation`,
+    `The event stream of run \`${runId}\` ${how} without a terminal event${resumptionText(output)}; its status was read for reconciliation`,
     { effect: 'known', details: end.kind === 'broken' && end.transportCode ? { transport_code: end.transportCode } : undefined },
   );
   return { status: 'failed', output, message, failure };
+}
+
+/** What resuming did before the reconciliation, for the failure message; empty for a stream without numbered events. */
+function resumptionText(output: RunEventsOutput): string {
+  const resumed = output.resumed === undefined ? '' : ` after ${output.resumed} resumption${output.resumed === 1 ? '' : 's'} with ?last_seq=`;
+  if (output.resume_fallback === 'replay_truncated') return `${resumed} (Hermes' replay no longer reached back: replay.truncated)`;
+  if (output.resume_fallback === 'not_found') return `${resumed} (Hermes answered 404 to the resumption)`;
+  return resumed;
 }
 
 function howItEnded(end: StreamEnd, idleTimeoutMs: number): string {

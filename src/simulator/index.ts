@@ -2,7 +2,7 @@
  * A clean-room simulator of the Hermes Agent API server's structured-run routes
  * (`/v1/runs`) and `GET /health`, written from `hermes-runs-api.md` and held against the
  * released Hermes by `test/real-hermes/fidelity.test.ts`. Profiles: `pin` is Hermes 0.18.2 (the
- * pinned revision), `v0.19` is Hermes 0.19.0, `later` the unreleased behaviour of the
+ * pinned revision), `v0.19` is Hermes 0.19.0, `v0.20` is Hermes 0.20.1, `later` the unreleased behaviour of the
  * reference's §9 (see `profiles.ts`).
  *
  * Deliberate simplifications:

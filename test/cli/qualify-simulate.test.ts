@@ -53,10 +53,14 @@ describe('hermes-aip qualify --simulate --out DIR (what npm start runs)', { time
     expect(evidence.endpoints[0]?.hermes.version).toBe('0.19.0+aip-simulator');
   });
 
-  it('passes against the later profile too', async () => {
-    const run = await runCli(['qualify', '--simulate', '--profile', 'later']);
+  it('passes against the later profile too, where a restart leaves the run interrupted (check 8: an explained outcome)', async () => {
+    const out = join(tempDir(), 'qualification');
+    const run = await runCli(['qualify', '--simulate', '--profile', 'later', '--out', out]);
     expect(run.code, run.stdout).toBe(0);
     expect(run.stdout).toContain('(profile later)');
     expect(run.stdout).toMatch(/Qualification PASSED: 8\/8/);
+    const loss = readEvidence(out).endpoints[0]?.checks.find((check) => check.id === 'evidence_loss')?.evidence;
+    expect(loss).toMatchObject({ method: 'a started run, then a provider restart', interpretation: 'interrupted' });
+    expect(loss?.['binding_after']).toMatchObject({ last_status: 'interrupted', evidence_lost: false });
   });
 });

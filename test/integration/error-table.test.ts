@@ -564,6 +564,44 @@ describe('rate_limited (temporary, retryable)', () => {
   });
 });
 
+describe('draining (temporary, retryable)', () => {
+  it('a gateway shutting down refuses a start with 503 gateway_draining and Retry-After 1: nothing ran', async () => {
+    const h = await harness({ simulator: { profile: 'v0.20' } });
+    h.sim.drain();
+    const { result, requests } = await counted(h, () => start(h, { input: 'hi' }));
+    expectError(result, {
+      code: 'draining',
+      category: 'temporary',
+      retryable: true,
+      uncertain: false,
+      remote_status: 503,
+      provider_code: 'gateway_draining',
+      operation: 'run_start',
+    });
+    expect(result.error?.retry_after_ms).toBe(1000);
+    expect(requests).toBe(1);
+    expect(h.sim.startCount()).toBe(0);
+  });
+
+  it('another 503 stays remote_temporary, an uncertain outcome of a start', async () => {
+    const h = await harness({ simulator: { profile: 'v0.20' } });
+    h.sim.injectFault({
+      route: 'start',
+      response: { status: 503, headers: { 'Retry-After': '1' }, body: JSON.stringify({ error: { message: 'busy', code: 'upstream_unavailable' } }) },
+    });
+    const { result } = await counted(h, () => start(h, { input: 'hi' }));
+    expectError(result, {
+      code: 'remote_temporary',
+      category: 'temporary',
+      retryable: false,
+      uncertain: true,
+      remote_status: 503,
+      provider_code: 'upstream_unavailable',
+      operation: 'run_start',
+    });
+  });
+});
+
 describe('remote_rejected (permanent, provider called)', () => {
   it('413 for a body over 10,000,000 bytes', async () => {
     const h = await harness({ connector: { limits: { maxRequestBodyBytes: 12 * MiB } } });
@@ -845,6 +883,29 @@ describe('stream outcomes (connector)', () => {
     const chunks = h.chunks.get(result.action_id) ?? [];
     expect(chunks.map((chunk) => chunk.kind)).toEqual(['data', 'error']);
     expect(result.error?.message).not.toContain('model provider refused');
+  });
+
+  it('run_interrupted: run.interrupted (a later Hermes shut down under the run)', async () => {
+    const h = await harness({ simulator: { profile: 'later' } });
+    const runId = await h.startRun({ input: 'hi', sim_script: [{ type: 'delta', text: 'half' }, { type: 'interrupted' }] });
+    const { result, requests } = await counted(h, () => h.invoke({ capability_id: h.cap('run_events'), input: { run_id: runId } }));
+    expectError(result, {
+      code: 'run_interrupted',
+      category: 'connector',
+      retryable: false,
+      uncertain: false,
+      remote_status: undefined,
+      provider_code: undefined,
+      operation: 'run_events',
+    });
+    expect(requests).toBe(1);
+    expect(result.error?.message).toContain('may have acted');
+    const output = result.output as { terminal: boolean; terminal_event: string; text: string; reconciliation?: unknown };
+    expect(output).toMatchObject({ terminal: true, terminal_event: 'run.interrupted', text: 'half' });
+    expect(output.reconciliation).toBeUndefined();
+    expect((h.chunks.get(result.action_id) ?? []).map((chunk) => chunk.kind)).toEqual(['data', 'error']);
+    const evidence = await h.connector.evidence(runId);
+    expect(evidence).toMatchObject({ run_id: runId, terminal_event: 'run.interrupted', last_status: 'interrupted' });
   });
 
   it('stream_truncated: max_events reached', async () => {

@@ -1,6 +1,6 @@
 /**
  * Simulator fidelity, measured: every scenario is played against a simulator profile and against
- * the real Hermes release it models (`pin` ↔ 0.18.2, `v0.19` ↔ 0.19.0), and the two normalised
+ * the real Hermes release it models (`pin` ↔ 0.18.2, `v0.19` ↔ 0.19.0, `v0.20` ↔ 0.20.1), and the two normalised
  * transcripts (transcript.ts) must be equal. Each scenario is written once, as a pair: the prompt
  * the fake model turns into the run, and the simulator script of the same run. Both servers have
  * `max_concurrent_runs: 2`; every scenario reads every stream it started, so the gate starts empty.
@@ -16,6 +16,7 @@ import { TranscriptClient, type Entry, type Server } from './transcript.js';
 const PAIRS: Array<{ profile: SimulatorProfile; version: string }> = [
   { profile: 'pin', version: '0.18.2' },
   { profile: 'v0.19', version: '0.19.0' },
+  { profile: 'v0.20', version: '0.20.1' },
 ];
 const INSTALLED_PAIRS = PAIRS.filter((pair) => HERMES_VERSIONS.includes(pair.version));
 const MAX_CONCURRENT_RUNS = 2;

@@ -76,6 +76,32 @@ describeEachRelease('real Hermes %s', { timeout: SCENARIO_TIMEOUT_MS }, (version
     expect(await statusOf(runId)).toMatchObject({ status: 'completed', output: 'The command has finished.', last_event: 'run.completed' });
   });
 
+  test.skipIf(version === '0.18.2' || version === '0.19.0')(
+    'an approval answered with the request_id it announced (0.20.1 accepts the field and answers the oldest, which is that one)',
+    async () => {
+      const folder = endpoint.scratchFolder('by-request-id');
+      const runId = await h.startRun({ input: 'Run the shell command: rm -rf ./by-request-id' });
+      let reaction: Promise<AipActionResult> | undefined;
+      const events = await h.invoke(
+        { capability_id: h.cap('run_events'), input: { run_id: runId } },
+        {
+          onChunk: (chunk) => {
+            if (chunk.kind !== 'pending_approval' || reaction !== undefined) return;
+            const announced = (chunk.data as { hermes_sse: { data: { request_id: string } } }).hermes_sse.data.request_id;
+            const input = { run_id: runId, choice: 'once', request_id: announced };
+            reaction = h.invoke({ capability_id: h.cap('run_approval'), input, idempotency_key: nextId('key') }, { approval: grantFor(input) });
+          },
+        },
+      );
+      const output = events.output as RunEventsOutput;
+      const request = output.events.find((event) => event.event === 'approval.request');
+      expect(request?.data).toMatchObject({ allow_session: true, request_id: expect.stringMatching(/^[0-9a-f]{32}$/) });
+      expect((await reaction)?.output).toEqual({ object: 'hermes.run.approval_response', run_id: runId, choice: 'once', resolved: 1 });
+      expect(events.status, JSON.stringify(events.error)).toBe('completed');
+      expect(existsSync(folder)).toBe(false);
+    },
+  );
+
   test('an approval denied: the command is blocked, the folder stays, and the run still completes', async () => {
     const folder = endpoint.scratchFolder('deny-me');
     const runId = await h.startRun({ input: 'Run the shell command: rm -rf ./deny-me' });
@@ -182,12 +208,13 @@ describeEachRelease('real Hermes %s', { timeout: SCENARIO_TIMEOUT_MS }, (version
     }
   });
 
-  test('a wrong key maps to authentication (401 invalid_api_key)', async () => {
+  test('a wrong key maps to authentication (401 invalid_api_key; gateway_auth_failed from 0.20.1)', async () => {
     const wrong = checkedConnector(createHermesConnector({ endpoints: [{ id: ENDPOINT, baseUrl: endpoint.proxy.url, apiKey: 'f'.repeat(64) }] }));
     try {
       const result = await wrong.invoke({ capability_id: wrong.cap('run_status'), input: { run_id: UNKNOWN_RUN } });
       expect(result.error).toMatchObject({ code: `${PREFIX}authentication`, category: 'auth', retryable: false });
-      expect(result.error?.details).toMatchObject({ remote_status: 401, provider_code: 'invalid_api_key' });
+      const providerCode = version === '0.18.2' || version === '0.19.0' ? 'invalid_api_key' : 'gateway_auth_failed';
+      expect(result.error?.details).toMatchObject({ remote_status: 401, provider_code: providerCode });
     } finally {
       await wrong.connector.close();
     }

@@ -17,7 +17,7 @@ export const HERMES_VERSIONS = installedHermesVersions();
 if (HERMES_VERSIONS.length === 0) {
   if (process.env.CI) throw new Error('No real Hermes is installed in CI: .ci/run must run npm run hermes:install before npm test');
   console.warn(
-    '\n*** Real-Hermes tests are SKIPPED: no venv under .hermes/. Run npm run hermes:install to install Hermes 0.18.2 and 0.19.0 (CI always does). ***\n',
+    '\n*** Real-Hermes tests are SKIPPED: no venv under .hermes/. Run npm run hermes:install to install Hermes 0.18.2, 0.19.0 and 0.20.1 (CI always does). ***\n',
   );
 }
 

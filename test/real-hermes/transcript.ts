@@ -19,6 +19,8 @@ export interface Server {
 export type Entry = Record<string, unknown>;
 
 const RUN_ID = /run_[0-9a-f]{32}/g;
+/** An approval's `request_id` (0.20.1 on): uuid4().hex, different on every run. */
+const REQUEST_ID = /^[0-9a-f]{32}$/;
 const TIME_KEYS = new Set(['timestamp', 'created_at', 'updated_at']);
 /** Texts a model or Hermes' own wording decides, which the two servers cannot share. */
 const TEXT_KEYS = new Set(['delta', 'text', 'output', 'command', 'preview', 'description', 'pattern_key', 'pattern_keys']);
@@ -139,6 +141,7 @@ export class TranscriptClient {
     if (typeof value === 'number' && key !== undefined && (TIME_KEYS.has(key) || key === 'duration')) return `<${key === 'duration' ? 'duration' : 'time'}>`;
     if (key !== undefined && TEXT_KEYS.has(key) && value !== null) return '<text>';
     if (key === 'version' && typeof value === 'string') return '<version>';
+    if (key === 'request_id' && typeof value === 'string' && REQUEST_ID.test(value)) return '<request-id>';
     if (key === 'usage' && isObject(value)) return Object.fromEntries(Object.keys(value).map((name) => [name, '<tokens>']));
     if (typeof value === 'string') return value.replace(RUN_ID, (id) => this.runName(id));
     if (Array.isArray(value)) return value.map((item) => this.normalise(item));

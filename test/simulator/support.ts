@@ -100,9 +100,11 @@ export async function subscribe(sim: HermesSimulator, runId: string): Promise<Su
 }
 
 /** The `data:` payloads of an SSE text, parsed. */
+/** The JSON of every `data: ` frame, after the `id: <seq>` line the `later` profile puts first. */
 export function dataFrames(text: string): Array<Record<string, unknown>> {
   return text
     .split('\n\n')
+    .map((frame) => frame.replace(/^id: \d+\n/, ''))
     .filter((frame) => frame.startsWith('data: '))
     .map((frame) => JSON.parse(frame.slice('data: '.length)) as Record<string, unknown>);
 }

@@ -7,6 +7,8 @@ import { CheckFailed, type Check } from './types.js';
 import { errorCode } from '../../failures.js';
 
 const NOT_FOUND = errorCode('not_found');
+const INTERRUPTED_STATEMENT =
+  'the provider kept the run over its restart and says it was interrupted before it settled: an explained outcome, and any external effect it had before may have happened';
 const ABSENCE_STATEMENT =
   'absence is not proof that nothing ran: an unknown run id, a run past its retention and a run lost in a provider restart all answer not_found, and any external effect of such a run may have happened';
 
@@ -29,6 +31,11 @@ export const evidenceLoss: Check = {
     evidence['reconcile_passes'] = passes;
     evidence['binding_after'] = after ? bindingEvidence(after) : null;
     if (!after) throw new CheckFailed(`the run ledger lost its binding of run ${lost.runId} during reconcile()`);
+    if (after.last_status === 'interrupted') {
+      evidence['interpretation'] = 'interrupted';
+      evidence['statement'] = INTERRUPTED_STATEMENT;
+      return;
+    }
     if (!after.evidence_lost) {
       throw new CheckFailed(
         `the connector did not record evidence loss for run ${lost.runId}, which the ledger binds and Hermes no longer knows: after reconcile() the binding says last_status ${after.last_status}, evidence_lost false`,

@@ -11,6 +11,7 @@ import {
   TERMINAL_STATUSES,
   dropControlState,
   emitEvent,
+  eventFrame,
   executeRun,
   finishRun,
   killRun,
@@ -26,6 +27,7 @@ import { TimerRegistry } from '../shared/timers.js';
 import type { HermesSimulator, HermesSimulatorOptions, RecordedRequest, SimulatedRun, SimulatorFault, SimulatorProfile, SimulatorRoute } from './types.js';
 import {
   BODY_TOO_LARGE,
+  GATEWAY_AUTH_FAILED,
   INVALID_API_KEY,
   MAX_BODY_BYTES,
   applyHeaders,
@@ -62,6 +64,7 @@ function resolveOptions(options: HermesSimulatorOptions): ResolvedOptions {
     modelName: options.modelName ?? 'hermes-agent',
     maxConcurrentRuns: Math.max(0, options.maxConcurrentRuns ?? 10),
     keepaliveMs: options.keepaliveMs ?? 30_000,
+    replayRetainedEvents: options.replayRetainedEvents ?? 10_000,
     sweepIntervalMs: options.sweepIntervalMs ?? 60_000,
     streamTtlMs: options.streamTtlMs ?? 300_000,
     retentionMs: options.retentionMs ?? 3_600_000,
@@ -117,6 +120,8 @@ class HermesSimulatorServer implements HermesSimulator {
   private readonly env: RunEnvironment;
   private sweepTimer: NodeJS.Timeout | undefined;
   private closing: Promise<void> | undefined;
+  /** drain() was called: new runs are refused with 503 `gateway_draining`. */
+  private draining = false;
   private created = 0;
   private boundPort = 0;
 
@@ -130,6 +135,8 @@ class HermesSimulatorServer implements HermesSimulator {
       approvalTimeoutMs: options.approvalTimeoutMs,
       toolInterruptLagMs: options.toolInterruptLagMs,
       streamsNeverTerminate: options.misbehaviour.streamsNeverTerminate === true,
+      approvalRequestIds: this.traits.approvalRequestIds,
+      eventReplay: this.traits.eventReplay,
     };
     this.server = createServer((req, res) => {
       this.handle(req, res).catch(() => this.answerCrash(res));
@@ -183,6 +190,13 @@ class HermesSimulatorServer implements HermesSimulator {
     else this.statuses.clear();
     this.timers.clearAll();
     this.server.closeAllConnections();
+  }
+
+  drain(): void {
+    if (this.traits.drain === 'none') return;
+    this.draining = true;
+    if (this.traits.drain !== 'refuse-and-interrupt') return;
+    for (const run of this.history.values()) if (run.isLive) finishRun(this.env, run, { status: 'interrupted' });
   }
 
   sweep(): void {
@@ -268,7 +282,7 @@ class HermesSimulatorServer implements HermesSimulator {
     applySecurityHeaders(res);
     // /health needs no key.
     if (match.route !== 'health' && !isAuthorized(req, this.options.apiKey)) {
-      sendJson(res, 401, INVALID_API_KEY);
+      sendJson(res, 401, this.traits.authFailure === 'gateway_auth_failed' ? GATEWAY_AUTH_FAILED : INVALID_API_KEY);
       return;
     }
     const exchange: Exchange = { req, res, runId: match.runId, body };
@@ -373,6 +387,9 @@ class HermesSimulatorServer implements HermesSimulator {
     const session = checkSessionKey(req);
     if (session.kind === 'invalid') {
       return sendJson(res, 400, { error: { message: session.message, type: 'invalid_request_error' } });
+    }
+    if (this.draining) {
+      return sendJson(res, 503, openAiError('Gateway is draining existing work; retry shortly.', 'gateway_draining'), [['Retry-After', '1']]);
     }
     const sessionHeaders: HeaderList = session.key === undefined ? [] : [['X-Hermes-Session-Key', session.key]];
     const early = this.traits.idempotentStarts ? await this.idempotencyStep(exchange, session.key, sessionHeaders) : { kind: 'go-on' as const };
@@ -488,7 +505,9 @@ class HermesSimulatorServer implements HermesSimulator {
     sendJson(res, 200, run.statusObject());
   }
 
-  private async handleEvents({ res, runId }: Exchange): Promise<void> {
+  private async handleEvents({ req, res, runId }: Exchange): Promise<void> {
+    const lastSeq = this.traits.eventReplay ? lastSeqOf(req.url ?? '') : undefined;
+    if (lastSeq !== undefined) return this.replayEvents(res, runId, lastSeq);
     const stream = await this.waitForStream(runId, res);
     if (!stream) {
       sendJson(res, 404, runNotFound(runId));
@@ -496,6 +515,29 @@ class HermesSimulatorServer implements HermesSimulator {
     }
     await streamRunEvents(res, stream, { keepaliveMs: this.options.keepaliveMs, timers: this.timers });
     // Whatever ended this subscriber, Hermes' `finally` removes the stream.
+    if (this.streams.get(runId) === stream) this.streams.delete(runId);
+  }
+
+  /**
+   * `?last_seq=N` (`later`): the retained events after N, then the live ones. A replay that would
+   * need events no longer retained starts with `replay.truncated`. Unknown runs answer 404.
+   */
+  private async replayEvents(res: ServerResponse, runId: string, lastSeq: number): Promise<void> {
+    const run = this.statuses.get(runId);
+    if (!run) return sendJson(res, 404, runNotFound(runId));
+    const retained = run.events.slice(-this.options.replayRetainedEvents);
+    const stream = new RunStream(this.timers);
+    const oldest = retained[0]?.['seq'];
+    if (typeof oldest === 'number' && oldest > lastSeq + 1) {
+      const truncated = { event: 'replay.truncated', run_id: runId, timestamp: nowSeconds(), last_seq: lastSeq, oldest_seq: oldest };
+      stream.put({ kind: 'bytes', data: eventFrame(truncated) });
+    }
+    for (const event of retained) if ((event['seq'] as number) > lastSeq) stream.put({ kind: 'bytes', data: eventFrame(event) });
+    if (run.isLive) {
+      run.stream = stream;
+      this.streams.set(runId, stream);
+    } else stream.put({ kind: 'end' });
+    await streamRunEvents(res, stream, { keepaliveMs: this.options.keepaliveMs, timers: this.timers });
     if (this.streams.get(runId) === stream) this.streams.delete(runId);
   }
 
@@ -538,8 +580,12 @@ class HermesSimulatorServer implements HermesSimulator {
     if (!run.approvalSessionActive) {
       return sendJson(res, 409, openAiError(`Run has no active approval session: ${runId}`, 'approval_not_active'));
     }
+    const requestId = this.traits.approvalsByRequestId ? parsed.value['request_id'] : undefined;
+    if (requestId !== undefined && (typeof requestId !== 'string' || requestId.length > MAX_APPROVAL_REQUEST_ID)) {
+      return sendJson(res, 400, openAiError('Invalid approval request_id', 'invalid_approval_request'));
+    }
     const all = coerceBool(parsed.value['all']) || coerceBool(parsed.value['resolve_all']);
-    const resolved = resolveApprovals(this.approvalTarget(run), choice, all);
+    const resolved = resolveApprovals(this.approvalTarget(run), choice, all, requestId);
     if (resolved === 0) {
       return sendJson(res, 409, openAiError(`Run has no pending approval: ${runId}`, 'approval_not_pending'));
     }
@@ -585,6 +631,15 @@ class HermesSimulatorServer implements HermesSimulator {
     sendJson(res, 200, { run_id: runId, status: 'stopping' });
   }
 }
+
+/** `?last_seq=N` of an events request: N when it is a whole number, else undefined (a plain subscription). */
+function lastSeqOf(target: string): number | undefined {
+  const value = new URL(target, 'http://simulator').searchParams.get('last_seq');
+  return value !== null && /^\d{1,15}$/.test(value) ? Number(value) : undefined;
+}
+
+/** The `later` profile's bound on an approval's `request_id` (reference §9). */
+const MAX_APPROVAL_REQUEST_ID = 256;
 
 /** `str(body.get("choice", "")).strip().lower()`, with approve/approved/allow meaning once. */
 function normalizeChoice(value: unknown): string | undefined {

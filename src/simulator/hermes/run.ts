@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { pyFloat, pyJson } from './py-json.js';
 import type { RunStream } from './run-stream.js';
 import { estimateTokens } from './script.js';
@@ -25,16 +26,22 @@ export interface RunEnvironment {
   readonly toolInterruptLagMs: number;
   /** Misbehaviour: terminal events and the end sentinel never reach the stream. */
   readonly streamsNeverTerminate?: boolean;
+  /** `approval.request` carries `allow_session` and a `request_id` (Hermes 0.20.1 on). */
+  readonly approvalRequestIds: boolean;
+  /** Every event carries `seq`, sent as the SSE `id:` too (the `later` profile). */
+  readonly eventReplay: boolean;
 }
 
 interface PendingApproval {
   /** Process-wide request order (oldest first), for the session-keyed misbehaviour. */
   readonly sequence: number;
+  /** What `approval.request` announced as `request_id` (32 hex, like Hermes' uuid4().hex). */
+  readonly requestId: string;
   settle(choice: string): void;
 }
 
 let approvalSequence = 0;
-export const TERMINAL_EVENTS: ReadonlySet<string> = new Set(['run.completed', 'run.failed', 'run.cancelled']);
+export const TERMINAL_EVENTS: ReadonlySet<string> = new Set(['run.completed', 'run.failed', 'run.cancelled', 'run.interrupted']);
 
 /**
  * Where an event goes. At the pin, `message.delta`, `approval.request` and `run.*`
@@ -65,8 +72,11 @@ export class RunState {
   readonly sessionId: unknown;
   readonly model: unknown;
   readonly userMessage: unknown;
-  readonly stream: RunStream;
+  /** The queue events are delivered to; a replaying subscriber (`later`) gives the run a new one. */
+  stream: RunStream;
   readonly idempotencyKey: string | undefined;
+  /** The `seq` of the last event (the `later` profile numbers them from 1). */
+  lastSeq = 0;
   readonly createdAt = nowSeconds();
   updatedAt = this.createdAt;
   status = 'queued';
@@ -180,16 +190,23 @@ export class RunState {
 /** Records an event, updates `updated_at`/`last_event` (and the status if given) and delivers its frame. */
 export function emitEvent(env: RunEnvironment, run: RunState, type: string, fields: Record<string, unknown>, delivery: Delivery, status?: string): void {
   const timestamp = nowSeconds();
-  const event =
+  const event: Record<string, unknown> =
     type === 'approval.request'
-      ? { ...fields, allow_permanent: true, event: type, run_id: run.id, timestamp, choices: [...APPROVAL_CHOICES] }
+      ? { ...fields, event: type, run_id: run.id, timestamp, choices: [...APPROVAL_CHOICES] }
       : { event: type, run_id: run.id, timestamp, ...fields };
+  if (env.eventReplay) event['seq'] = ++run.lastSeq;
   run.events.push(event);
   run.touch(status, type);
   if (env.streamsNeverTerminate && TERMINAL_EVENTS.has(type)) return;
   const target = delivery === 'direct' ? run.stream : env.streams.get(run.id);
   if (target !== run.stream) return;
-  target.put({ kind: 'bytes', data: `data: ${pyJson(toWireEvent(event))}\n\n` });
+  target.put({ kind: 'bytes', data: eventFrame(event) });
+}
+
+/** One SSE frame: `data: <json>`, preceded by `id: <seq>` when the event is numbered. */
+export function eventFrame(event: Record<string, unknown>): string {
+  const id = typeof event['seq'] === 'number' ? `id: ${event['seq']}\n` : '';
+  return `${id}data: ${pyJson(toWireEvent(event))}\n\n`;
 }
 
 /** Timestamps and durations are Python floats on the wire. */
@@ -202,7 +219,12 @@ function toWireEvent(event: Record<string, unknown>): Record<string, unknown> {
   return wire;
 }
 
-type Ending = { status: 'completed'; output: string; usage: Usage } | { status: 'failed'; error: string } | { status: 'cancelled' };
+type Ending =
+  | { status: 'completed'; output: string; usage: Usage }
+  | { status: 'failed'; error: string }
+  | { status: 'failed'; output: string; usage: Usage }
+  | { status: 'cancelled' }
+  | { status: 'interrupted' };
 
 /** Ends a run: terminal status and event, pending approvals denied, control refs dropped, sentinel queued. */
 export function finishRun(env: RunEnvironment, run: RunState, ending: Ending): void {
@@ -212,9 +234,13 @@ export function finishRun(env: RunEnvironment, run: RunState, ending: Ending): v
     run.output = ending.output;
     run.usage = ending.usage;
     emitEvent(env, run, 'run.completed', { output: ending.output, usage: ending.usage }, 'direct', 'completed');
-  } else if (ending.status === 'failed') {
+  } else if (ending.status === 'failed' && 'error' in ending) {
     run.error = ending.error;
     emitEvent(env, run, 'run.failed', { error: ending.error }, 'direct', 'failed');
+  } else if (ending.status === 'failed') {
+    emitEvent(env, run, 'run.failed', { output: ending.output, usage: ending.usage, completed: false }, 'direct', 'failed');
+  } else if (ending.status === 'interrupted') {
+    emitEvent(env, run, 'run.interrupted', {}, 'direct', 'interrupted');
   } else {
     emitEvent(env, run, 'run.cancelled', {}, 'direct', 'cancelled');
   }
@@ -233,9 +259,14 @@ export function denyPendingApprovals(run: RunState): void {
   for (const pending of [...run.pendingApprovals]) pending.settle('deny');
 }
 
-/** Resolves the oldest pending approval (or all of them); returns how many were resolved. */
-export function resolveApprovals(run: RunState, choice: string, all: boolean): number {
-  const targets = all ? [...run.pendingApprovals] : run.pendingApprovals.slice(0, 1);
+/** Resolves the approval `requestId` names, else the oldest pending one (or all of them); returns how many were resolved. */
+export function resolveApprovals(run: RunState, choice: string, all: boolean, requestId?: string): number {
+  const targets =
+    requestId !== undefined
+      ? run.pendingApprovals.filter((pending) => pending.requestId === requestId)
+      : all
+        ? [...run.pendingApprovals]
+        : run.pendingApprovals.slice(0, 1);
   for (const target of targets) target.settle(choice);
   return targets.length;
 }
@@ -305,7 +336,13 @@ async function executeStep(env: RunEnvironment, run: RunState, step: RunStep): P
       await env.timers.delay(Number(step.ms) || 0, run.interrupt.signal);
       return;
     case 'fail':
-      finishRun(env, run, { status: 'failed', error: String(step.error) });
+      finishRun(env, run, step.error === undefined ? { ...completion(run, step), status: 'failed' } : { status: 'failed', error: String(step.error) });
+      return;
+    case 'interrupted':
+      finishRun(env, run, { status: 'interrupted' });
+      return;
+    case 'event':
+      emitEvent(env, run, String(step.event), step.fields ?? {}, 'direct');
       return;
     case 'complete':
       endTurn(env, run);
@@ -320,7 +357,7 @@ async function executeStep(env: RunEnvironment, run: RunState, step: RunStep): P
   }
 }
 
-function completion(run: RunState, step: { output?: string; usage?: Usage }): Ending {
+function completion(run: RunState, step: { output?: string; usage?: Usage }): Extract<Ending, { status: 'completed' }> {
   const output = step.output ?? run.streamedText;
   const usage = step.usage ?? estimateUsage(run, output);
   return { status: 'completed', output, usage };
@@ -390,6 +427,7 @@ function requestApproval(env: RunEnvironment, run: RunState, step: Extract<RunSt
     const answered = new AbortController();
     const pending: PendingApproval = {
       sequence: ++approvalSequence,
+      requestId: randomBytes(16).toString('hex'),
       settle(choice) {
         const index = run.pendingApprovals.indexOf(pending);
         if (index < 0) return;
@@ -405,6 +443,8 @@ function requestApproval(env: RunEnvironment, run: RunState, step: Extract<RunSt
       pattern_key: patternKey,
       pattern_keys: [patternKey],
       description: step.description ?? patternKey,
+      allow_permanent: true,
+      ...(env.approvalRequestIds ? { allow_session: true, request_id: pending.requestId } : {}),
     };
     emitEvent(env, run, 'approval.request', fields, 'direct', 'waiting_for_approval');
     const wait = AbortSignal.any([answered.signal, run.interrupt.signal]);

@@ -35,7 +35,7 @@ function commandIn(text: string): string {
   return (match?.[1] ?? text).trim();
 }
 
-const STEP_TYPES = new Set(['delta', 'tool', 'reasoning', 'approval', 'sleep', 'fail', 'complete', 'cut', 'raw']);
+const STEP_TYPES = new Set(['delta', 'tool', 'reasoning', 'approval', 'sleep', 'fail', 'interrupted', 'event', 'complete', 'cut', 'raw']);
 
 /** Steps arriving as JSON are trusted loosely: an object with a known `type`. */
 function isRunStep(value: unknown): value is RunStep {

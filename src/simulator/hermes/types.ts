@@ -1,5 +1,5 @@
-/** `pin`: Hermes 0.18.2; `v0.19`: Hermes 0.19.0; `later`: the unreleased Hermes of the reference's §9. */
-export type SimulatorProfile = 'pin' | 'v0.19' | 'later';
+/** `pin`: Hermes 0.18.2; `v0.19`: Hermes 0.19.0; `v0.20`: Hermes 0.20.1; `later`: the unreleased Hermes of the reference's §9. */
+export type SimulatorProfile = 'pin' | 'v0.19' | 'v0.20' | 'later';
 
 export type RunStep =
   /** `message.delta`; consecutive deltas make one model turn, whose text `reasoning.available` repeats when the turn ends. */
@@ -20,8 +20,15 @@ export type RunStep =
   | { type: 'approval'; command: string; pattern_key?: string; description?: string; tool?: string }
   /** Pause; interruptible by stop. */
   | { type: 'sleep'; ms: number }
-  /** `run.failed`, status `failed`; ends the run. */
-  | { type: 'fail'; error: string }
+  /**
+   * `run.failed`, status `failed`; ends the run. Without `error` (a later Hermes' turn that ran out
+   * of iterations) the event carries `output`, `usage` and `completed: false` instead.
+   */
+  | { type: 'fail'; error?: string; output?: string; usage?: { input_tokens: number; output_tokens: number; total_tokens: number } }
+  /** `run.interrupted`, status `interrupted`; ends the run (a later Hermes' gateway shutting down under it). */
+  | { type: 'interrupted' }
+  /** Any other event, as given (`message.interim`, `subagent.start`, `run.steered`, …); the run goes on. */
+  | { type: 'event'; event: string; fields?: Record<string, unknown> }
   /** `run.completed`, status `completed`; ends the run. */
   | { type: 'complete'; output?: string; usage?: { input_tokens: number; output_tokens: number; total_tokens: number } }
   /** Destroy the socket of the current SSE subscriber(s) now, with no terminal chunk; the run goes on. */
@@ -44,6 +51,11 @@ export interface HermesSimulatorOptions {
   maxConcurrentRuns?: number;
   /** Default 30000: `: keepalive` after this much silence on an SSE stream. */
   keepaliveMs?: number;
+  /**
+   * `later` profile only: how many of a run's latest events `GET …/events?last_seq=N` can replay
+   * (default 10000); a replay that would need older ones starts with `replay.truncated`.
+   */
+  replayRetainedEvents?: number;
   /** Default 60000. */
   sweepIntervalMs?: number;
   /** Default 300000: the sweep drops streams older than this (and, at the pin, the run's control refs). */
@@ -135,6 +147,12 @@ export interface HermesSimulator {
    * terminal statuses survive; unsettled runs become `interrupted`.
    */
   restart(): void;
+  /**
+   * The gateway starts shutting down (v0.20 and later): every new `POST /v1/runs` is refused with
+   * 503 `gateway_draining` and `Retry-After: 1`. In the `later` profile every live run also ends
+   * with `run.interrupted`.
+   */
+  drain(): void;
   /** Run one sweep pass now. */
   sweep(): void;
   close(): Promise<void>;

@@ -70,6 +70,8 @@ export function runNotFound(runId: string): unknown {
 
 /** The 401 body has no `param` key. */
 export const INVALID_API_KEY = { error: { message: 'Invalid API key', type: 'invalid_request_error', code: 'invalid_api_key' } };
+/** The 401 body from Hermes 0.20.1 on. */
+export const GATEWAY_AUTH_FAILED = { error: { message: 'Invalid gateway API key (API_SERVER_KEY)', type: 'gateway_auth_error', code: 'gateway_auth_failed' } };
 
 export type ParsedJson = { kind: 'object'; value: Record<string, unknown> } | { kind: 'non-object'; value: unknown } | { kind: 'invalid' };
 

@@ -1,0 +1,145 @@
+/**
+ * Streams that resume (issue 24, part 3), against the simulator's `later` profile, which numbers
+ * events (`seq`, SSE `id:`) and replays them after `?last_seq=N`. A `cut` step destroys the
+ * subscriber's socket; the run goes on, and its next steps are all emitted before the connector
+ * can notice the cut (they run without awaiting I/O), so what a resumption replays is fixed.
+ * An `approval` step holds the run until the test answers it.
+ */
+import { describe, expect, it } from 'vitest';
+import { API_KEY, eventually, harnessFactory, type Harness } from '../helpers/harness.js';
+
+const PREFIX = 'connector.hermes_agent.';
+const harness = harnessFactory({ simulator: { profile: 'later', streamLookupMs: 100 } });
+
+interface EventsOutput {
+  events: Array<{ event: string; data: Record<string, unknown> }>;
+  text: string;
+  terminal: boolean;
+  terminal_event?: string;
+  resumed?: number;
+  resume_fallback?: string;
+  reconciliation?: { http_status: number | null; status?: Record<string, unknown> };
+}
+
+const delta = (text: string) => ({ type: 'delta', text });
+const approval = { type: 'approval', command: 'rm -rf ./build' };
+/** An approval, its tool, then the cut: the run holds before the cut until the test answers. */
+const heldCut = [approval, { type: 'tool', tool: 'terminal' }, { type: 'cut' }];
+const complete = { type: 'complete', output: 'done' };
+
+/** run_events, with the run's first `approvals` approvals answered as their chunks arrive. */
+async function eventsAnswering(h: Harness, runId: string, approvals: number) {
+  const reading = events(h, runId);
+  for (let nth = 1; nth <= approvals; nth += 1) await answerApproval(h, runId, nth);
+  return reading;
+}
+
+const events = (h: Harness, runId: string) => h.invoke({ capability_id: h.cap('run_events'), input: { run_id: runId } });
+const resumptions = (h: Harness) => h.sim.requests.filter((request) => request.path.endsWith('/events')).map((request) => request.rawPath.split('?')[1] ?? '');
+const seqs = (output: EventsOutput) => output.events.map((event) => event.data['seq']);
+
+/** The events the simulator emitted for the run, as the connector should hold them: every one, once, in order. */
+function emitted(h: Harness, runId: string): unknown[] {
+  return (h.sim.run(runId)?.events ?? []).map((event) => event['seq']);
+}
+
+/** Answers the run's pending approval once the host has received `nth` pending_approval chunks. */
+async function answerApproval(h: Harness, runId: string, nth: number): Promise<void> {
+  const seen = () => [...h.chunks.values()].flat().filter((chunk) => chunk.kind === 'pending_approval').length;
+  await eventually(() => seen() >= nth || undefined, `approval chunk ${nth} of run ${runId}`);
+  const response = await fetch(`${h.sim.url}/v1/runs/${runId}/approval`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ choice: 'deny' }),
+  });
+  expect(response.status).toBe(200);
+}
+
+describe('a cut stream resumes with ?last_seq=', () => {
+  it('once: every event exactly once, in order, and output.resumed 1', async () => {
+    const h = await harness();
+    const runId = await h.startRun({ input: 'hi', sim_script: [delta('one '), ...heldCut, delta('two '), complete] });
+    const result = await eventsAnswering(h, runId, 1);
+    expect(result.status, JSON.stringify(result.error)).toBe('completed');
+    const output = result.output as EventsOutput;
+    expect(output.resumed).toBe(1);
+    expect(output.terminal_event).toBe('run.completed');
+    expect(output.text).toBe('one \n\ntwo '); // a delta after a tool turn starts a paragraph, as in Hermes
+    expect(seqs(output)).toEqual(emitted(h, runId));
+    expect(new Set(seqs(output)).size).toBe(output.events.length);
+    const [first, resumption] = resumptions(h);
+    expect(first).toBe('');
+    expect(resumption).toMatch(/^last_seq=\d+$/);
+    expect((h.chunks.get(result.action_id) ?? []).map((chunk) => chunk.kind)).toHaveLength(output.events.length);
+  });
+
+  it('twice: still every event once, in order', async () => {
+    const h = await harness();
+    const runId = await h.startRun({ input: 'hi', sim_script: [delta('a '), ...heldCut, delta('b '), ...heldCut, delta('c '), complete] });
+    const result = await eventsAnswering(h, runId, 2);
+    expect(result.status, JSON.stringify(result.error)).toBe('completed');
+    const output = result.output as EventsOutput;
+    expect(output.resumed).toBe(2);
+    expect(seqs(output)).toEqual(emitted(h, runId));
+    expect(output.text).toBe('a \n\nb \n\nc ');
+  });
+
+  it('at most three times: a fourth cut ends in today’s reconciliation', async () => {
+    const h = await harness();
+    const script = [delta('1'), ...heldCut, delta('2'), ...heldCut, delta('3'), ...heldCut, delta('4'), ...heldCut, delta('5'), approval, complete];
+    const runId = await h.startRun({ input: 'hi', sim_script: script });
+    const result = await eventsAnswering(h, runId, 4);
+    expect(result.error?.code).toBe(`${PREFIX}stream_incomplete`);
+    const output = result.output as EventsOutput;
+    expect(output.resumed).toBe(3);
+    expect(output.text).toBe('1\n\n2\n\n3\n\n4');
+    expect(seqs(output)).toEqual(emitted(h, runId).slice(0, output.events.length));
+    expect(output.reconciliation?.status?.['status']).toBe('waiting_for_approval');
+    expect(result.error?.message).toContain('after 3 resumptions');
+  });
+
+  it('replay.truncated falls back to reconciliation and says so', async () => {
+    const h = await harness({ simulator: { profile: 'later', streamLookupMs: 100, replayRetainedEvents: 1 } });
+    const runId = await h.startRun({ input: 'hi', sim_script: [delta('kept '), ...heldCut, delta('lost '), delta('also lost '), approval, complete] });
+    const result = await eventsAnswering(h, runId, 1);
+    expect(result.error?.code).toBe(`${PREFIX}stream_incomplete`);
+    const output = result.output as EventsOutput;
+    expect(output).toMatchObject({ resumed: 1, resume_fallback: 'replay_truncated', text: 'kept ', terminal: false });
+    expect(output.events.map((event) => event.event)).not.toContain('replay.truncated');
+    expect(output.reconciliation?.status?.['status']).toBe('waiting_for_approval');
+    expect(result.error?.message).toContain('replay.truncated');
+  });
+
+  it('a 404 on resume falls back to reconciliation and says so', async () => {
+    const h = await harness();
+    const runId = await h.startRun({ input: 'hi', sim_script: [delta('before '), ...heldCut, delta('after '), approval, complete] });
+    const reading = events(h, runId);
+    await eventually(() => [...h.chunks.values()].flat().some((chunk) => chunk.kind === 'pending_approval') || undefined, 'the first approval chunk');
+    h.sim.injectFault({
+      route: 'events',
+      response: { status: 404, body: JSON.stringify({ error: { message: 'gone', type: 'invalid_request_error', param: null, code: 'run_not_found' } }) },
+    });
+    await answerApproval(h, runId, 1);
+    const result = await reading;
+    expect(result.error?.code).toBe(`${PREFIX}stream_incomplete`);
+    const output = result.output as EventsOutput;
+    expect(output).toMatchObject({ resumed: 1, resume_fallback: 'not_found', text: 'before ' });
+    expect(result.error?.message).toContain('404 to the resumption');
+    expect(output.reconciliation?.http_status).toBe(200);
+  });
+});
+
+describe('without sequence numbers, today’s behaviour', () => {
+  it('v0.20 (no seq): a cut stream is not resumed, only reconciled', async () => {
+    const h = await harness({ simulator: { profile: 'v0.20', streamLookupMs: 100 } });
+    const runId = await h.startRun({ input: 'hi', sim_script: [delta('before '), ...heldCut, delta('after '), approval, complete] });
+    const result = await eventsAnswering(h, runId, 1);
+    expect(result.error?.code).toBe(`${PREFIX}stream_incomplete`);
+    const output = result.output as EventsOutput;
+    expect(output).not.toHaveProperty('resumed');
+    expect(output).not.toHaveProperty('resume_fallback');
+    expect(output.text).toBe('before ');
+    expect(resumptions(h)).toEqual(['']);
+    expect(result.error?.message).not.toContain('resum');
+  });
+});
