@@ -4,7 +4,7 @@
  * the memory ledger's bounded retention.
  */
 import Database from 'better-sqlite3';
-import pg from 'pg';
+import { connectPg } from '../helpers/pg-schema.js';
 import { describe, expect, it } from 'vitest';
 import {
   AmbiguousEvidenceError,
@@ -212,8 +212,7 @@ describe('an existing ledger at schema version 3 upgrades to per-tenant bindings
 
   it.runIf(PG_URL)('PostgreSQL', async () => {
     const { connectionString, drop } = await createPgSchema('aip_v3');
-    const client = new pg.Client({ connectionString });
-    await client.connect();
+    const client = await connectPg(connectionString);
     try {
       await upgradeCase(
         async (sql) => void (await client.query(sql)),
