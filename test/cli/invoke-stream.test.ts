@@ -68,4 +68,49 @@ describe('hermes-aip invoke … run_events', { timeout: 60_000 }, () => {
     expect(result).toMatchObject({ status: 'completed', output: { terminal_event: 'run.completed' } });
     expect(result.output.events).toHaveLength(8);
   });
+  it('finishes the call, without an unhandled EPIPE, when the reader of its output goes away (`| head -1`)', async () => {
+    const { sim, configPath } = await simulatorWithConfig();
+    const start = await finished(
+      spawnCli([
+        'invoke',
+        'cap:hermes_agent:local:run_start',
+        '--config',
+        configPath,
+        '--idempotency-key',
+        'stream-gone',
+        '--input',
+        JSON.stringify({
+          body: {
+            input: 'x',
+            sim_script: [
+              { type: 'approval', command: 'ls' },
+              ...Array.from({ length: 20 }, () => ({ type: 'delta', text: 'more' })),
+              { type: 'complete', output: 'done' },
+            ],
+          },
+        }),
+      ]),
+      ['run_start'],
+    );
+    const runId = (JSON.parse(start.stdout) as { output: { run_id: string } }).output.run_id;
+
+    const child = spawnCli(['invoke', 'cap:hermes_agent:local:run_events', '--config', configPath, '--input', JSON.stringify({ run_id: runId })]);
+    let stderr = '';
+    child.stderr.on('data', (data: Buffer) => (stderr += data.toString()));
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      child.once('exit', (code, signal) => resolve({ code, signal })),
+    );
+    await waitForOutput(child.stdout, '"pending_approval"');
+    child.stdout.destroy();
+    await fetch(`${sim.url}/v1/runs/${runId}/approval`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${SIM_KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ choice: 'once' }),
+    });
+    const exit = await exited;
+    expect(stderr).not.toContain("Unhandled 'error'");
+    expect(exit.signal, stderr).toBeNull();
+    console.log('EXIT', JSON.stringify(exit), stderr.slice(0, 300));
+    expect(exit.code, stderr).not.toBeNull();
+  });
 });
