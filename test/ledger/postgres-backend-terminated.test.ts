@@ -15,8 +15,10 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
+import { createPostgresLedger } from 'aip-connector-hermes-agent';
 import { eventually } from '../helpers/harness.js';
 import { PG_URL, createPgSchema } from '../helpers/ledgers.js';
+import { startCoalescingProxy } from '../helpers/pg-coalescing-proxy.js';
 import { connectPg } from '../helpers/pg-schema.js';
 import { seededRandom } from '../helpers/seeded-random.js';
 
@@ -238,5 +240,42 @@ describe.runIf(PG_URL)('PostgreSQL backends ended under a busy ledger', () => {
     for (const kind of ROUND_MOMENTS) expect(hits[kind], `${kind}: ${summary}`).toBeGreaterThan(0);
     expect(moment.fired.shots, summary).toBeGreaterThanOrEqual(MIN_STORM_SHOTS);
     expect(recoveredAfterMs, summary).not.toBeNull();
+  });
+
+  // The exact moment the storm above finds by chance: pg-pool hands a new client to the waiting
+  // pool.connect() when its ReadyForQuery is parsed, and the backend's FATAL in the same read is
+  // emitted before the code that awaited the checkout has run a line.
+  it('a backend ended in the same read as the ReadyForQuery that hands its client over: the call fails, nothing is unhandled, the next call succeeds', async () => {
+    const schema = await createPgSchema('aip_checkout_gap');
+    cleanups.push(schema.drop);
+    const admin = await connectPg(schema.connectionString);
+    cleanups.push(() => admin.end());
+    const server = new URL(schema.connectionString);
+    const proxy = await startCoalescingProxy({ host: server.hostname, port: Number(server.port || 5432) }, (pid) =>
+      admin.query('SELECT pg_terminate_backend($1)', [pid]),
+    );
+    cleanups.push(proxy.close);
+    const uncaught: unknown[] = [];
+    const record = (error: unknown) => uncaught.push(error);
+    process.on('uncaughtException', record);
+    cleanups.push(async () => process.off('uncaughtException', record));
+    const throughProxy = new URL(schema.connectionString);
+    throughProxy.port = String(proxy.port);
+    const ledger = createPostgresLedger({ connectionString: throughProxy.toString() });
+    cleanups.push(() => ledger.close());
+
+    await expect(ledger.openRuns()).rejects.toThrow();
+    const oneRead = await proxy.coalesced();
+    expect(oneRead[0]).toBe(0x5a); // ReadyForQuery, then the FATAL
+    expect(oneRead.toString('latin1')).toContain('57P01');
+    expect(uncaught.map(String)).toEqual([]);
+    await eventually(
+      () =>
+        ledger.openRuns().then(
+          (runs) => runs.length === 0,
+          () => false,
+        ),
+      'the schema set-up retried by itself',
+    );
   });
 });
