@@ -55,6 +55,12 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
+// A reader that goes away (`hermes-aip … | head -1`, a closed terminal) fails the next write with
+// EPIPE. The output is no longer wanted, but the command's work still is: it finishes (a stream's
+// call ends, an outcome still reaches the ledger) instead of dying of an unhandled 'error' event.
+// Writes that wait for their callback (stream chunks) see the error; `mcp` ends its session.
+for (const output of [process.stdout, process.stderr]) output.on('error', () => undefined);
+
 main(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = code;

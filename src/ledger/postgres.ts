@@ -28,24 +28,23 @@ export function openPostgresExecutor(options: PostgresLedgerOptions): SqlExecuto
   const pg = loadOptional<PgModule>('pg', 'pg@8', 'createPostgresLedger');
   const maxConnections = options.maxConnections ?? 10;
   const pool = new pg.Pool({ connectionString: options.connectionString, max: maxConnections });
-  // An idle client's error (server restart) must not crash the host; the next query reports it.
+  // A backend can end at any moment (pg_terminate_backend, a failover, a restart), and a pg client
+  // with no 'error' listener then crashes the host. The pool listens only while a client is idle,
+  // so every client listens for its whole life, from the moment it connects: checked out, in the
+  // gap between its checkout and the code that awaits it (the backend's FATAL can arrive in the
+  // same read as the ReadyForQuery that handed it over), and while it is being ended. The query in
+  // progress, or the next one, reports the error; a broken client is destroyed, never reused.
+  const broken = new WeakSet<PoolClient>();
+  pool.on('connect', (client) => client.on('error', () => broken.add(client)));
+  // An idle client's error: the pool has dropped it already, and the next query opens another.
   pool.on('error', () => undefined);
 
-  // A checked-out client has no pool listener: a backend ended under it (pg_terminate_backend, a
-  // restart) must fail the work in progress, not crash the host; the broken connection is destroyed
-  // rather than returned to the pool.
   const withClient = async <T>(work: (client: PoolClient) => Promise<T>): Promise<T> => {
     const client = await pool.connect();
-    let broken: Error | undefined;
-    const onError = (error: Error) => {
-      broken = error;
-    };
-    client.on('error', onError);
     try {
       return await work(client);
     } finally {
-      client.off('error', onError);
-      client.release(broken);
+      client.release(broken.has(client));
     }
   };
 

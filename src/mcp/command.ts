@@ -62,10 +62,21 @@ function toolsFor(connector: HermesConnector): HermesTool[] {
 }
 
 async function serveStdio(server: Server, logger: Logger): Promise<number> {
+  // A client that closes its end of our stdout (it exited) makes our next answer fail with EPIPE:
+  // the session is over, and the process ends cleanly rather than with an unhandled 'error' event.
+  const clientGone = new Promise<void>((resolve) =>
+    process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+      logger.info({ code: error.code }, 'MCP client closed its end of stdout');
+      resolve();
+    }),
+  );
   await server.connect(new StdioServerTransport());
   logger.info({ transport: 'stdio' }, 'MCP server ready');
   // The client closing our stdin is how a stdio session ends.
-  await untilInterrupted((stop) => process.stdin.once('end', stop).once('close', stop));
+  await untilInterrupted((stop) => {
+    process.stdin.once('end', stop).once('close', stop);
+    void clientGone.then(stop);
+  });
   await server.close();
   return EXIT.ok;
 }

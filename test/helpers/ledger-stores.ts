@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import pg from 'pg';
+import { pgAdmin } from './pg-schema.js';
 import { afterAll } from 'vitest';
 import { createPostgresLedger, createSqliteLedger, type RunLedger } from 'aip-connector-hermes-agent';
 import { PG_URL, createPgSchema } from './ledgers.js';
@@ -92,15 +92,7 @@ const postgres: InspectableBackend = {
     return {
       name: 'postgres',
       open: () => ledgers.track(createPostgresLedger({ connectionString })),
-      async query(sql) {
-        const client = new pg.Client({ connectionString });
-        await client.connect();
-        try {
-          return (await client.query(sql)).rows as Array<Record<string, unknown>>;
-        } finally {
-          await client.end();
-        }
-      },
+      query: (sql) => pgAdmin(connectionString, sql),
       env: { LEDGER_KIND: 'postgres', LEDGER_PG_URL: connectionString },
     };
   },

@@ -12,10 +12,20 @@ export interface PgSchema {
   drop(): Promise<void>;
 }
 
-/** Runs one statement on its own short-lived connection. */
-export async function pgAdmin(serverUrl: string, sql: string): Promise<Array<Record<string, unknown>>> {
-  const client = new pg.Client({ connectionString: serverUrl });
+/**
+ * A connected client that carries an 'error' listener for its whole life: a backend ended under
+ * it (a restart, pg_terminate_backend) fails its next query instead of crashing the process.
+ */
+export async function connectPg(connectionString: string): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString });
+  client.on('error', () => undefined);
   await client.connect();
+  return client;
+}
+
+/** Runs one statement on its own short-lived connection. */
+export async function pgAdmin(connectionString: string, sql: string): Promise<Array<Record<string, unknown>>> {
+  const client = await connectPg(connectionString);
   try {
     return (await client.query(sql)).rows as Array<Record<string, unknown>>;
   } finally {

@@ -7,10 +7,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import pg from 'pg';
 import { describe, it } from 'vitest';
 import { createPostgresLedger, createSqliteLedger, type RunLedger } from 'aip-connector-hermes-agent';
 import { PG_URL, createPgSchema } from './ledgers.js';
+import { connectPg } from './pg-schema.js';
 
 export type UpgradeCase = (exec: (sql: string) => Promise<void>, open: () => RunLedger) => Promise<void>;
 
@@ -33,8 +33,7 @@ export function describeSchemaUpgrade(title: string, upgradeCase: UpgradeCase): 
 
     it.runIf(PG_URL)('PostgreSQL', async () => {
       const { connectionString, drop } = await createPgSchema('aip_upgrade');
-      const client = new pg.Client({ connectionString });
-      await client.connect();
+      const client = await connectPg(connectionString);
       try {
         await upgradeCase(
           async (sql) => void (await client.query(sql)),

@@ -3,15 +3,11 @@
  * the same cases on every backend, concurrent claims from two replicas over one store, a
  * restart, and the upgrade of existing SQL ledgers (from v4).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import Database from 'better-sqlite3';
-import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { type ApprovalImport, createPostgresLedger, createSqliteLedger, type RunLedger } from 'aip-connector-hermes-agent';
+import type { ApprovalImport, RunLedger } from 'aip-connector-hermes-agent';
 import { MIGRATIONS } from '../../src/ledger/migrations.js';
-import { DURABLE_BACKENDS, LEDGER_BACKENDS, PG_URL, createPgSchema } from '../helpers/ledgers.js';
+import { DURABLE_BACKENDS, LEDGER_BACKENDS } from '../helpers/ledgers.js';
+import { describeSchemaUpgrade } from '../helpers/schema-upgrade.js';
 import { INSPECTABLE_BACKENDS } from '../helpers/ledger-stores.js';
 
 const T0 = 1_800_000_000_000;
@@ -150,34 +146,4 @@ async function upgradeCase(exec: (sql: string) => Promise<void>, open: () => Run
   }
 }
 
-describe('an existing ledger at schema version 4 gains the replay store, keeping its rows', () => {
-  it('SQLite', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'aip-ledger-v4-'));
-    const path = join(dir, 'ledger.db');
-    try {
-      const db = new Database(path);
-      await upgradeCase(
-        async (sql) => void db.exec(sql),
-        () => createSqliteLedger({ path }),
-      );
-      db.close();
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
-
-  it.runIf(PG_URL)('PostgreSQL', async () => {
-    const { connectionString, drop } = await createPgSchema('aip_v4');
-    const client = new pg.Client({ connectionString });
-    await client.connect();
-    try {
-      await upgradeCase(
-        async (sql) => void (await client.query(sql)),
-        () => createPostgresLedger({ connectionString }),
-      );
-    } finally {
-      await client.end();
-      await drop();
-    }
-  });
-});
+describeSchemaUpgrade('an existing ledger at schema version 4 gains the replay store, keeping its rows', upgradeCase);

@@ -4,7 +4,7 @@
  */
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import pg from 'pg';
+import { connectPg } from '../helpers/pg-schema.js';
 import { createPostgresLedger } from 'aip-connector-hermes-agent';
 import { createSqlLedger, type SqlExecutor } from '../../src/ledger/sql-ledger.js';
 import type { SqlUnit } from '../../src/ledger/group-commit.js';
@@ -138,10 +138,8 @@ describe.runIf(PG_URL)('a PostgreSQL backend ended during the schema set-up', ()
     const url = new URL(connectionString);
     url.searchParams.set('application_name', application);
     // Another session holds the migration lock, so the ledger's set-up waits inside its transaction.
-    const holder = new pg.Client({ connectionString });
-    await holder.connect();
-    const admin = new pg.Client({ connectionString });
-    await admin.connect();
+    const holder = await connectPg(connectionString);
+    const admin = await connectPg(connectionString);
     const ledger = createPostgresLedger({ connectionString: url.toString() });
     try {
       await holder.query('BEGIN');

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { SqlUnit } from '../../src/ledger/group-commit.js';
 import pg from 'pg';
+import { connectPg } from '../helpers/pg-schema.js';
 import { executeText, openPostgresExecutor } from '../../src/ledger/postgres.js';
 import { createSqlLedger, type SqlExecutor } from '../../src/ledger/sql-ledger.js';
 import { openSqliteExecutor } from '../../src/ledger/sqlite.js';
@@ -179,8 +180,7 @@ describe.runIf(PG_URL)('PostgreSQL batch text', () => {
   // here the EXECUTE text itself must run, as one query, and store every value exactly.
   it('writes every hostile value as a literal PostgreSQL reads back exactly, in one query', async () => {
     const schema = await createPgSchema('aip_batch_text');
-    const client = new pg.Client({ connectionString: schema.connectionString });
-    await client.connect();
+    const client = await connectPg(schema.connectionString);
     try {
       await client.query(TABLE);
       await client.query('PREPARE hostile_insert AS INSERT INTO batch_rows (id, note, amount) VALUES ($1, $2, $3)');

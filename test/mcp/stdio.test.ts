@@ -1,6 +1,20 @@
+import { spawn } from 'node:child_process';
 import { createConnection, createServer, type AddressInfo, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SIM_KEY, answer, approvalRequests, call, progressMessages, simulatorWithConfig, startRun, stdioClient, toolError, writeConfig } from './helpers.js';
+import {
+  CLI,
+  SIM_KEY,
+  answer,
+  approvalRequests,
+  call,
+  progressMessages,
+  simulatorWithConfig,
+  startRun,
+  stdioClient,
+  toolError,
+  waitForOutput,
+  writeConfig,
+} from './helpers.js';
 import type { RunEventsOutput } from 'aip-connector-hermes-agent';
 
 const OPERATIONS = ['run_start', 'run_status', 'run_events', 'run_approval', 'run_stop'];
@@ -234,6 +248,22 @@ describe('hermes-aip mcp over stdio', { timeout: 60_000 }, () => {
 
     const withoutLedger = await stdioClient(['--config', writeConfig(folder, sim.url)]);
     expect(withoutLedger.client.getServerCapabilities()?.resources).toBeUndefined();
+  });
+
+  it('ends the session, not the process with an unhandled EPIPE, when the client closes its end of our stdout', async () => {
+    const { configPath } = await simulatorWithConfig();
+    const child = spawn(process.execPath, [CLI, 'mcp', '--config', configPath], { env: { PATH: process.env['PATH'] ?? '' }, stdio: 'pipe' });
+    let stderr = '';
+    child.stderr.on('data', (data: Buffer) => (stderr += data.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const send = (message: Record<string, unknown>) => child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', ...message })}\n`);
+    send({ id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'gone', version: '1' } } });
+    await waitForOutput(child.stdout, '"id":1', 'the answer to initialize');
+    send({ method: 'notifications/initialized' });
+    child.stdout.destroy();
+    for (let id = 2; id < 6; id++) send({ id, method: 'tools/list' });
+    expect(await exited, stderr).toBe(0);
+    expect(stderr).not.toContain("Unhandled 'error'");
   });
 });
 

@@ -1,7 +1,8 @@
 /**
- * `npm run torture [-- --kills N --ledger sqlite|postgres --seed S]` (issue #17, part 1): see
- * torture.ts. Prints one line per round on stderr and the JSON summary on stdout; exit code 0
- * only when no invariant was violated.
+ * `npm run torture [-- --kills N --ledger sqlite|postgres --seed S --repeat R]` (issue #17, part 1):
+ * see torture.ts. Prints one line per round on stderr and the JSON summary on stdout; exit code 0
+ * only when no invariant was violated. `--repeat R` runs the torture R times in a row (seeds S,
+ * S+1, …), one line per run on stderr, and prints the summaries with how many runs were clean.
  *
  * Other options: --pg-restarts N (restart the PostgreSQL cluster N times mid-run; needs root and
  * HERMES_TORTURE_PG_RESTART=1 or CI, since it disturbs every other user of that cluster),
@@ -10,7 +11,7 @@
  * HERMES_TEST_PG_URL.
  */
 import { clusterRestartCommand } from './pg-cluster.js';
-import { runTorture, type TortureOptions } from './torture.js';
+import { runTorture, type TortureOptions, type TortureSummary } from './torture.js';
 
 function argument(name: string): string | undefined {
   const index = process.argv.indexOf(`--${name}`);
@@ -19,7 +20,7 @@ function argument(name: string): string | undefined {
 
 function usage(problem: string): never {
   console.error(`torture: ${problem}`);
-  console.error('usage: npm run torture [-- --kills N] [--ledger sqlite|postgres] [--seed S] [--pg-restarts N] [--broken-ledger claim-always]');
+  console.error('usage: npm run torture [-- --kills N] [--ledger sqlite|postgres] [--seed S] [--repeat R] [--pg-restarts N] [--broken-ledger claim-always]');
   process.exit(64);
 }
 
@@ -57,6 +58,26 @@ const options: TortureOptions = {
 };
 if (ledger === 'postgres' && !options.pgUrl) usage('--ledger postgres needs HERMES_TORTURE_PG_URL or HERMES_TEST_PG_URL');
 
-const summary = await runTorture(options);
-console.log(JSON.stringify(summary, null, 2));
-process.exitCode = summary.violations.length === 0 ? 0 : 1;
+const repeat = integer('repeat', 1);
+if (repeat === 0) usage('--repeat must be at least 1');
+
+/** One run's figures on one line. */
+function runLine(run: number, summary: TortureSummary): string {
+  const faults = summary.pg_faults;
+  const database =
+    summary.ledger === 'postgres'
+      ? `; database faults ${faults.rounds} rounds (${faults.backends_terminated} backends ended, ${faults.server_restarts} restarts, ${summary.ledger_unavailable_answers} ledger_unavailable answers retried)`
+      : '';
+  const verdict = summary.violations.length === 0 ? 'clean' : `FAILED: ${summary.violations[0]}`;
+  return `run ${run}/${repeat} (seed ${summary.seed}): ${summary.actions} actions, ${summary.kills} kills${database}; duplicates ${summary.duplicates}, lost ${summary.lost}; ${summary.seconds} s; ${verdict}`;
+}
+
+const summaries: TortureSummary[] = [];
+for (let run = 1; run <= repeat; run++) {
+  const summary = await runTorture({ ...options, seed: options.seed + run - 1 });
+  summaries.push(summary);
+  if (repeat > 1) console.error(runLine(run, summary));
+}
+const clean = summaries.filter((summary) => summary.violations.length === 0).length;
+console.log(JSON.stringify(repeat === 1 ? summaries[0] : { runs: repeat, clean, summaries }, null, 2));
+process.exitCode = clean === repeat ? 0 : 1;

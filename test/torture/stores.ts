@@ -7,7 +7,6 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import pg from 'pg';
 import { createPgSchemaOn, pgAdmin } from '../helpers/pg-schema.js';
 import type { LedgerSpec } from './plan.js';
 
@@ -52,15 +51,7 @@ export async function createPostgresStore(serverUrl: string): Promise<TortureSto
   url.searchParams.set('application_name', schema.name);
   return {
     spec: { kind: 'postgres', connectionString: url.toString() },
-    async query(sql) {
-      const client = new pg.Client({ connectionString: schema.connectionString });
-      await client.connect();
-      try {
-        return (await client.query(sql)).rows as Row[];
-      } finally {
-        await client.end();
-      }
-    },
+    query: (sql) => pgAdmin(schema.connectionString, sql),
     integrity: async () => null,
     async terminateBackends() {
       const rows = await pgAdmin(serverUrl, `SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE application_name = '${schema.name}'`);
