@@ -2,15 +2,11 @@
  * docs/herm-bridge.md's code is the example's code, and the example runs: a change to either
  * that the other does not follow fails here.
  */
-import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
+import { root, runExample } from './run-example.js';
 
-const root = fileURLToPath(new URL('../../', import.meta.url));
 const EXAMPLE = `${root}examples/herm-bridge.ts`;
-const TSX = `${root}node_modules/.bin/tsx`;
 
 /** The ```ts blocks of docs/herm-bridge.md. */
 function guideCodeBlocks(): string[] {
@@ -31,7 +27,7 @@ describe('examples/herm-bridge.ts', () => {
   });
 
   it('runs to its end: approval, running kickoff, completed final, job record; nothing on stderr', { timeout: 60_000 }, async () => {
-    const { stdout, stderr } = await promisify(execFile)(TSX, [EXAMPLE], { cwd: root, timeout: 50_000, env: { PATH: process.env['PATH'] ?? '' } });
+    const { stdout, stderr } = await runExample('herm-bridge.ts');
     expect(stderr).toBe('');
     const lines = stdout.trimEnd().split('\n');
     expect(lines[0]).toBe('approval requested for: ffmpeg -i intro.mov intro.mp4');

@@ -1,18 +1,10 @@
 /** examples/otel.ts runs and prints the lifecycle's spans: invocations, their Hermes requests and ledger calls. */
-import { execFile } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-
-const root = fileURLToPath(new URL('../../', import.meta.url));
+import { runExample } from './run-example.js';
 
 describe('examples/otel.ts', () => {
   it('prints a span per invocation, per Hermes request and per ledger call, with no run id in a span name', { timeout: 60_000 }, async () => {
-    const { stdout, stderr } = await promisify(execFile)(`${root}node_modules/.bin/tsx`, [`${root}examples/otel.ts`], {
-      cwd: root,
-      timeout: 50_000,
-      env: { PATH: process.env['PATH'] ?? '' },
-    });
+    const { stdout, stderr } = await runExample('otel.ts');
     expect(stderr).toBe('');
     const names = stdout
       .trimEnd()
