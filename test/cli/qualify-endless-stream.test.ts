@@ -14,7 +14,7 @@ describe('qualification of a Hermes whose event streams never terminate', { time
     const ordered = checks.get('ordered_events');
     expect(ordered?.result).toBe('failed');
     expect(ordered?.reason).toMatch(
-      /^no terminal event \(run\.completed, run\.failed, run\.cancelled\) arrived within 3 s: the stream stayed open after \d+ events? \(last: reasoning\.available\)$/,
+      /^no terminal event \(run\.completed, run\.failed, run\.cancelled, run\.interrupted\) arrived within 3 s: the stream stayed open after \d+ events? \(last: reasoning\.available\)$/,
     );
     expect(ordered?.evidence['event_names']).not.toContain('run.completed');
     for (const [id, check] of checks) if (id !== 'ordered_events') expect(check.result, `${id}: ${check.reason}`).toBe('passed');
