@@ -5,6 +5,7 @@ import { LEDGER_METHODS, type RunLedger } from './ledger/types.js';
 import type { TelemetryOptions } from './telemetry.js';
 import { Secret } from './internal/secret.js';
 import type { HermesConnectorOptions } from './types.js';
+import { journalStoreOf, type ResolvedJournalOptions } from './journal/types.js';
 
 export type ConfigErrorCode =
   | 'invalid_options'
@@ -22,6 +23,7 @@ export type ConfigErrorCode =
   | 'invalid_dispatcher'
   | 'invalid_clock'
   | 'invalid_ledger'
+  | 'invalid_journal'
   | 'ledger_unavailable';
 
 const CONFIG_ERROR_BRAND = Symbol.for('aip-connector-hermes-agent.ConnectorConfigError');
@@ -73,6 +75,8 @@ export interface ResolvedConfig {
   readonly ledger: RunLedger | undefined;
   readonly idempotencyLeaseMs: number;
   readonly telemetry: TelemetryOptions;
+  /** The run event journal, when on (it needs a durable ledger). */
+  readonly journal: ResolvedJournalOptions | undefined;
 }
 
 const MiB = 1024 * 1024;
@@ -98,6 +102,7 @@ const TOP_LEVEL_OPTIONS = new Set([
   'tracerProvider',
   'meterProvider',
   'propagateTraceContext',
+  'journal',
 ]);
 export const DEFAULT_IDEMPOTENCY_LEASE_MS = 30_000;
 const ENDPOINT_FIELDS = new Set(['id', 'baseUrl', 'apiKey', 'displayName', 'tenantId']);
@@ -121,7 +126,54 @@ export function resolveConfig(options: HermesConnectorOptions): ResolvedConfig {
     ledger: resolveLedger(options.ledger),
     idempotencyLeaseMs: resolveLeaseMs(options.idempotencyLeaseMs),
     telemetry: resolveTelemetry(options),
+    journal: resolveJournal(options.journal, options.ledger),
   };
+}
+
+export const DEFAULT_JOURNAL: ResolvedJournalOptions = Object.freeze({
+  followersPerEndpoint: 64,
+  maxEventsPerRun: MAX_EVENTS_CEILING,
+  maxBytesPerRun: 16 * MiB,
+  maxTotalBytes: 1024 * MiB,
+  retentionMs: 24 * 60 * 60 * 1000,
+  // The run_events contract's AIP timeout: a follower reads no longer than one run_events call may.
+  followLimitMs: 300_000,
+  leaseMs: 15_000,
+});
+
+const JOURNAL_BOUNDS: Record<keyof ResolvedJournalOptions, readonly [number, number]> = {
+  followersPerEndpoint: [1, 10_000],
+  maxEventsPerRun: [1, MAX_EVENTS_CEILING],
+  maxBytesPerRun: [1024, MAX_LIMIT_BYTES],
+  maxTotalBytes: [1024, Number.MAX_SAFE_INTEGER],
+  retentionMs: [1000, 365 * 24 * 60 * 60 * 1000],
+  followLimitMs: [1000, DEFAULT_JOURNAL.followLimitMs],
+  leaseMs: [100, 3_600_000],
+};
+
+/** `journal`: absent is off; an object (every field optional) is on, and needs a ledger that keeps journals. */
+function resolveJournal(journal: unknown, ledger: unknown): ResolvedJournalOptions | undefined {
+  if (journal === undefined) return undefined;
+  if (!isPlainObject(journal)) throw new ConnectorConfigError('invalid_journal', 'options.journal must be an object');
+  const resolved: Record<string, number> = { ...DEFAULT_JOURNAL };
+  for (const [key, value] of Object.entries(journal)) {
+    const bounds = JOURNAL_BOUNDS[key as keyof ResolvedJournalOptions] as readonly [number, number] | undefined;
+    if (!Object.hasOwn(JOURNAL_BOUNDS, key) || bounds === undefined) {
+      throw new ConnectorConfigError('unknown_option', `options.journal has unknown field \`${safeName(key)}\``);
+    }
+    if (value === undefined) continue;
+    if (typeof value !== 'number' || !Number.isInteger(value) || value < bounds[0] || value > bounds[1]) {
+      throw new ConnectorConfigError('invalid_journal', `journal.${key} must be an integer from ${bounds[0]} to ${bounds[1]}`);
+    }
+    resolved[key] = value;
+  }
+  if (journalStoreOf(ledger) === undefined) {
+    throw new ConnectorConfigError(
+      'invalid_journal',
+      'options.journal needs a durable ledger that keeps journals (createSqliteLedger or createPostgresLedger): the events must outlive the process',
+    );
+  }
+  return Object.freeze(resolved as unknown as ResolvedJournalOptions);
 }
 
 /** The OpenTelemetry providers, checked for the one method each that the connector calls. */

@@ -17,7 +17,10 @@ import type { EvidenceWrite, IdempotencyScope, RunEvidence, RunLedger } from './
 import { connectorLogger, errorName, invocationLogger } from './internal/logger.js';
 import { OPERATIONS } from './operations/index.js';
 import { MAX_JSON_DEPTH, MAX_JSON_VALUES, plainJsonCopy, type NotPlainJson } from './internal/plain-json.js';
-import type { OperationCall, OperationOutcome } from './operations/operation.js';
+import type { JournalReading, OperationCall, OperationOutcome } from './operations/operation.js';
+import { seqOf } from './operations/run-events.js';
+import { RunJournal, type FollowRead } from './journal/follower.js';
+import { journalStoreOf } from './journal/types.js';
 import { checkActionId, checkContext, checkIdempotencyKeyFormat, enforceGates } from './contract/policy.js';
 import { CapabilityRegistry, capabilityId, implementationSupport, type CapabilityEntry } from './contract/registry.js';
 import { describeSchemaErrors, schemaCatalog } from './contract/schemas.js';
@@ -51,6 +54,7 @@ export function createHermesConnector(options: HermesConnectorOptions): HermesCo
           : logger.error({ write }, 'run ledger write given up: the claim is left to expire, and replays will answer outcome_unknown'),
     }),
     openCalls,
+    journal: undefined,
   };
   const inFlight = new SlotList<{ work: Promise<unknown>; slot: number }>();
   const track = <T>(work: Promise<T>): Promise<T> => {
@@ -61,7 +65,9 @@ export function createHermesConnector(options: HermesConnectorOptions): HermesCo
     work.then(done, done);
     return work;
   };
-  const run = (action: unknown, context: unknown, hostCancellation: boolean) => track(invokePipeline(deps, action, context, hostCancellation));
+  const run = (action: unknown, context: unknown, hostCancellation: boolean, internal: InternalCall = {}) =>
+    track(invokePipeline(deps, action, context, hostCancellation, internal));
+  deps.journal = startJournal(deps, (follow) => run(...followAction(deps, follow), false, { follower: true, resumeAfterSeq: follow.resumeAfterSeq }));
 
   return {
     id: 'hermes-agent',
@@ -93,6 +99,7 @@ export function createHermesConnector(options: HermesConnectorOptions): HermesCo
       if (openCalls.closed) return;
       openCalls.close();
       deps.guard.close();
+      await deps.journal?.followers.close();
       await Promise.allSettled(inFlight.items.map((entry) => entry.work));
       await deps.guard.drained();
       await deps.pools.close();
@@ -110,6 +117,49 @@ interface PipelineDeps {
   telemetry: Telemetry;
   guard: IdempotencyGuard;
   openCalls: OpenCalls;
+  /** The run event journal, when on: its followers, and what run_events reads. */
+  journal: { followers: RunJournal; reading: JournalReading } | undefined;
+}
+
+/** How the connector calls itself: a journal follower reads Hermes, never the journal, and may resume a stream. */
+interface InternalCall {
+  follower?: boolean;
+  resumeAfterSeq?: number;
+}
+
+/** The journal's followers, started, when the journal is on. */
+function startJournal(deps: PipelineDeps, read: (follow: FollowRead) => Promise<AipActionResult>): PipelineDeps['journal'] {
+  const { journal: options, ledger } = deps.config;
+  const store = journalStoreOf(ledger);
+  if (!options || !store) return undefined;
+  const followers = new RunJournal({ store, options, now: deps.config.now, logger: deps.logger, read, seqOf });
+  followers.start();
+  return { followers, reading: { store, safetyRereadMs: options.leaseMs } };
+}
+
+/** The run_events action and context a follower reads a run with. */
+function followAction(deps: PipelineDeps, follow: FollowRead): [AipAction, ExecutionContext] {
+  const { key } = follow;
+  const action: AipAction = {
+    id: typedId('act_', deps.config.now()),
+    capability_id: capabilityId(key.endpoint_id, 'run_events'),
+    input: { run_id: key.run_id, max_events: follow.maxEvents },
+  };
+  const context: ExecutionContext = { deadline: follow.deadline, signal: follow.signal, onChunk: follow.onChunk };
+  if (key.tenant_id !== null) context.tenantId = key.tenant_id;
+  return [action, context];
+}
+
+/** A run_start that Hermes accepted is followed when the journal is on: its journal exists before the caller hears of the run. */
+async function journalStartedRun(deps: PipelineDeps, admitted: AdmittedAction, result: AipActionResult): Promise<void> {
+  const runId = (result.output as { run_id?: unknown } | undefined)?.run_id;
+  if (!deps.journal || admitted.entry.operation !== 'run_start' || result.status !== 'completed' || typeof runId !== 'string') return;
+  const key = { tenant_id: admitted.context.tenantId ?? null, endpoint_id: admitted.entry.endpoint.id, run_id: runId };
+  try {
+    await deps.journal.followers.begin(key);
+  } catch (error) {
+    admitted.logger.error({ err: errorName(error) }, 'run journal could not be created: the run is not followed');
+  }
 }
 
 /** An action that passed validation and every gate: ready to reach Hermes. */
@@ -124,6 +174,7 @@ interface AdmittedAction {
   startedAt: number;
   hostCancellation: boolean;
   trace: InvocationTrace;
+  internal?: InternalCall;
 }
 
 /**
@@ -131,7 +182,13 @@ interface AdmittedAction {
  * policy gates, then (once per idempotency key) let the operation talk to Hermes, validate
  * its output and shape the result. It never rejects: every failure becomes a result.
  */
-async function invokePipeline(deps: PipelineDeps, rawAction: unknown, rawContext: unknown, hostCancellation: boolean): Promise<AipActionResult> {
+async function invokePipeline(
+  deps: PipelineDeps,
+  rawAction: unknown,
+  rawContext: unknown,
+  hostCancellation: boolean,
+  internal: InternalCall,
+): Promise<AipActionResult> {
   const startedAt = deps.config.now();
   const plain = toPlainJson(rawAction);
   const actionId = actionIdOf(plain.ok ? plain.value : rawAction);
@@ -140,8 +197,9 @@ async function invokePipeline(deps: PipelineDeps, rawAction: unknown, rawContext
   let result: AipActionResult;
   try {
     if (!plain.ok) throw new HermesFailure('invalid_input', `The action is invalid: ${plain.why}`);
-    const admitted = admit(deps, plain.value, rawContext, hostCancellation, startedAt, admission);
+    const admitted = { ...admit(deps, plain.value, rawContext, hostCancellation, startedAt, admission), internal };
     result = await otelContext.with(trace.context, () => dispatchOnce(deps, admitted));
+    await journalStartedRun(deps, admitted, result);
   } catch (error) {
     result = shapeResult(actionId, admission.entry, failedOutcome(error, false), undefined);
   }
@@ -307,6 +365,8 @@ async function dispatch(deps: PipelineDeps, admitted: AdmittedAction): Promise<G
       },
       telemetry: deps.telemetry,
       traceContext: admitted.trace.context,
+      journal: admitted.internal?.follower ? undefined : deps.journal?.reading,
+      resumeAfterSeq: admitted.internal?.resumeAfterSeq,
     };
     outcome = checkOutput(entry, await OPERATIONS[entry.operation].execute(call), httpStatus);
   } catch (error) {

@@ -21,3 +21,4 @@ export type {
 export { createHermBridge, applyToolUpdate } from './bridge/index.js';
 export type { HermBridge, HermBridgeOptions, HermToolUseEvent, HermApprovalRequest, HermApprovalDecision, HermHistoryEvent } from './bridge/index.js';
 export type { BridgeJob } from './ledger/index.js';
+export type { JournalOptions, JournalState, EventsLost } from './journal/types.js';

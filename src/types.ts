@@ -3,6 +3,7 @@ import type { Dispatcher } from 'undici';
 import type { Logger } from 'pino';
 import type { AipAction, AipActionResult, AipCapability, AipManifest, AipStreamChunk, ImplementationSupport } from './contract/aip.js';
 import type { RunEvidence, RunLedger } from './ledger/types.js';
+import type { JournalOptions } from './journal/types.js';
 
 export * from './contract/aip.js';
 
@@ -47,6 +48,11 @@ export interface HermesConnectorOptions {
   meterProvider?: MeterProvider;
   /** Inject W3C `traceparent`/`tracestate` into Hermes requests through the global propagator (default true). */
   propagateTraceContext?: boolean;
+  /**
+   * The run event journal (off by default; needs createSqliteLedger or createPostgresLedger): the connector
+   * follows every run it starts, keeps its events in the ledger, and run_events reads them from there.
+   */
+  journal?: JournalOptions;
 }
 
 export interface ApprovalGrant {

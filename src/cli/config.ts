@@ -1,7 +1,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { ConnectorConfigError, createHermesConnector, createMemoryLedger, createPostgresLedger, createSqliteLedger } from '../index.js';
-import type { HermesConnector, HermesEndpointConfig, RunLedger } from '../index.js';
+import type { HermesConnector, HermesConnectorOptions, HermesEndpointConfig, RunLedger } from '../index.js';
 import { fileErrorText } from './args.js';
 import { parseJsonText } from '../internal/json-text.js';
 import { UsageError } from './errors.js';
@@ -19,6 +19,8 @@ export interface LoadedConfig {
   readonly source: string;
   /** A durable run ledger, when configured; otherwise the connector keeps its records in memory for one command. */
   readonly ledger?: LedgerSpec;
+  /** The config file's "journal" field as written: the connector's `journal` option, which it validates. */
+  readonly journal?: unknown;
   /** The config file's "mcp" field as written, and the file's folder; read by `hermes-aip mcp` only. */
   readonly mcp?: { value: unknown; folder: string };
 }
@@ -95,13 +97,15 @@ function loadConfigFile(configPath: string, env: NodeJS.ProcessEnv): LoadedConfi
     throw new UsageError(`${where}: expected { "endpoints": [ { "id", "baseUrl", "apiKeyFile" | "apiKeyEnv", ... } ] } with at least one endpoint`);
   }
   for (const field of Object.keys(document)) {
-    if (field !== 'endpoints' && field !== 'ledger' && field !== 'mcp') throw new UsageError(`${where}: unknown field "${printable(field)}"`);
+    if (field !== 'endpoints' && field !== 'ledger' && field !== 'mcp' && field !== 'journal')
+      throw new UsageError(`${where}: unknown field "${printable(field)}"`);
   }
   const folder = dirname(resolve(configPath));
   const endpoints = document['endpoints'].map((entry: unknown, index: number) => loadEndpoint(entry, `${where}: endpoints[${index}]`, folder, env));
   const ledger = document['ledger'] === undefined ? ledgerFromEnvironment(env) : { ledger: ledgerFromFile(document['ledger'], where, folder, env) };
   const mcp = document['mcp'] === undefined ? {} : { mcp: { value: document['mcp'], folder } };
-  return { source: `file ${configPath}`, endpoints, ...ledger, ...mcp };
+  const journal = document['journal'] === undefined ? {} : { journal: document['journal'] };
+  return { source: `file ${configPath}`, endpoints, ...ledger, ...mcp, ...journal };
 }
 
 function loadEndpoint(entry: unknown, where: string, folder: string, env: NodeJS.ProcessEnv): LoadedEndpoint {
@@ -159,7 +163,10 @@ export function openConnector(config: LoadedConfig): { connector: HermesConnecto
   let ledger: RunLedger | undefined;
   try {
     ledger = config.ledger ? openLedger(config.ledger) : createMemoryLedger();
-    const connector = createHermesConnector({ endpoints: config.endpoints.map((endpoint) => ({ ...endpoint.config })), ledger });
+    const endpoints = config.endpoints.map((endpoint) => ({ ...endpoint.config }));
+    const connector = createHermesConnector(
+      config.journal === undefined ? { endpoints, ledger } : { endpoints, ledger, journal: config.journal as HermesConnectorOptions['journal'] },
+    );
     const owned = ledger;
     return {
       connector: {

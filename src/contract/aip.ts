@@ -91,6 +91,13 @@ export interface RunEventsOutput {
   /** Why resuming stopped and the stream was reconciled instead: `replay_truncated` or `not_found` (a 404 on resume). */
   resume_fallback?: 'replay_truncated' | 'not_found';
   reconciliation?: { http_status: number | null; status?: Record<string, unknown>; error_code?: string };
+  /** Read from the run journal: its state, its last sequence, the gaps it recorded and why it closed. */
+  journal?: {
+    state: 'following' | 'complete' | 'reconciled' | 'truncated' | 'abandoned';
+    last_sequence: number;
+    events_lost?: Array<{ after_sequence: number; reason: string }>;
+    close_reason?: string;
+  };
 }
 
 export interface AipCapabilityBinding {

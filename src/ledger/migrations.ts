@@ -176,6 +176,41 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX approval_imports_expires_at ON approval_imports (expires_at)`,
     ],
   },
+  {
+    version: 7,
+    // The run event journal: one row per followed run, held by its follower through a lease, and
+    // its events keyed by (run, sequence) so that an append repeated by a follower that took the
+    // run over cannot store an event twice. events_lost is a JSON array of recorded gaps.
+    statements: [
+      `CREATE TABLE run_journals (
+        tenant_scope TEXT NOT NULL,
+        tenant_id TEXT,
+        endpoint_id TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        state TEXT NOT NULL,
+        owner TEXT,
+        lease_expires_at BIGINT,
+        next_sequence BIGINT NOT NULL,
+        last_hermes_seq BIGINT,
+        bytes BIGINT NOT NULL,
+        events_lost TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        closed_at BIGINT,
+        close_reason TEXT,
+        PRIMARY KEY (tenant_scope, endpoint_id, run_id)
+      )`,
+      `CREATE INDEX run_journals_following ON run_journals (state, lease_expires_at)`,
+      `CREATE INDEX run_journals_closed_at ON run_journals (closed_at)`,
+      `CREATE TABLE run_journal_events (
+        tenant_scope TEXT NOT NULL,
+        endpoint_id TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        sequence BIGINT NOT NULL,
+        event TEXT NOT NULL,
+        PRIMARY KEY (tenant_scope, endpoint_id, run_id, sequence)
+      )`,
+    ],
+  },
 ];
 
 /** The primary-key form of a tenant: '' stands for "no tenant" (tenant ids are never empty). */

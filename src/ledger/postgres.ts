@@ -1,7 +1,8 @@
-import type { DatabaseError, Pool as PgPool, PoolClient, PoolConfig, QueryResult } from 'pg';
+import type { Client as PgClient, ClientConfig, DatabaseError, Pool as PgPool, PoolClient, PoolConfig, QueryResult } from 'pg';
 import { ConnectorConfigError } from '../config.js';
 import { MIGRATIONS_TABLE, pendingMigrations } from './migrations.js';
 import { loadOptional } from './optional-module.js';
+import { type JournalTail, TopicListeners } from './journal-tail.js';
 import { asError, type SqlStatement, type SqlUnit, type UnitOutcome } from './group-commit.js';
 import { createSqlLedger, type SqlExecutor, type SqlRow } from './sql-ledger.js';
 import type { RunLedger } from './types.js';
@@ -132,11 +133,93 @@ export function openPostgresExecutor(options: PostgresLedgerOptions): SqlExecuto
     },
     // Commits overlap on the server (and share its WAL flushes); meanwhile new writes gather for the next batch.
     groupCommit: { maxInFlight: Math.max(1, Math.min(4, maxConnections)), maxBatch: 256 },
+    tail: listeningTail(pg, options.connectionString),
     async close() {
       if (!pool.ended) await pool.end();
     },
   };
   return executor;
+}
+
+/** The channel every replica's journal readers listen on; the payload names the journal. */
+const JOURNAL_CHANNEL = 'aip_run_journal';
+const LISTEN_RETRY_MIN_MS = 250;
+const LISTEN_RETRY_MAX_MS = 5_000;
+
+/**
+ * Journal changes through LISTEN/NOTIFY: the NOTIFY is part of the change's transaction, so every
+ * replica's readers hear of it once it commits. One dedicated connection listens, from the first
+ * subscription to close(). It listens for 'error' for its whole life: a backend that ends under
+ * it (a restart, pg_terminate_backend) costs a reconnect (250 ms doubling to 5 s), never the
+ * process; after each (re)connect every reader reads again, since notifications sent in between were lost.
+ */
+function listeningTail(pg: PgModule, connectionString: string): JournalTail {
+  const listeners = new TopicListeners();
+  let client: PgClient | undefined;
+  let connecting = false;
+  let closed = false;
+  let failures = 0;
+  let retry: NodeJS.Timeout | undefined;
+  const scheduleRetry = () => {
+    if (closed || retry) return;
+    const delay = Math.min(LISTEN_RETRY_MAX_MS, LISTEN_RETRY_MIN_MS * 2 ** failures);
+    retry = setTimeout(() => {
+      retry = undefined;
+      connect();
+    }, delay);
+    retry.unref();
+  };
+  const lost = (broken: PgClient) => {
+    if (client !== broken) return;
+    client = undefined;
+    broken.end().catch(() => undefined);
+    failures++;
+    scheduleRetry();
+  };
+  const connect = () => {
+    if (closed || client || connecting) return;
+    connecting = true;
+    const candidate = new pg.Client({ connectionString });
+    candidate.on('error', () => lost(candidate));
+    candidate.on('end', () => lost(candidate));
+    candidate.on('notification', (message) => {
+      if (message.channel === JOURNAL_CHANNEL && message.payload) listeners.call(message.payload);
+    });
+    candidate
+      .connect()
+      .then(() => candidate.query(`LISTEN ${JOURNAL_CHANNEL}`))
+      .then(
+        () => {
+          connecting = false;
+          if (closed) return void candidate.end().catch(() => undefined);
+          client = candidate;
+          failures = 0;
+          listeners.callAll();
+        },
+        () => {
+          connecting = false;
+          candidate.end().catch(() => undefined);
+          failures++;
+          scheduleRetry();
+        },
+      );
+  };
+  return {
+    announce: (topic) => ({ sql: `SELECT pg_notify('${JOURNAL_CHANNEL}', ?)`, params: [topic] }),
+    committed: () => undefined,
+    subscribe(topic, onChange) {
+      const unsubscribe = listeners.add(topic, onChange);
+      connect();
+      return unsubscribe;
+    },
+    async close() {
+      closed = true;
+      clearTimeout(retry);
+      const listening = client;
+      client = undefined;
+      await listening?.end().catch(() => undefined);
+    },
+  };
 }
 
 /** A ledger statement as PostgreSQL knows it: its SQL PREPARE name, its protocol name, its `$n` text. */
@@ -148,6 +231,7 @@ interface PreparedStatement {
 
 interface PgModule {
   Pool: new (config: PoolConfig) => PgPool;
+  Client: new (config: ClientConfig) => PgClient;
   DatabaseError: new (...args: never[]) => DatabaseError;
   escapeLiteral(value: string): string;
 }

@@ -3,6 +3,9 @@ import { pickEvidence } from './evidence.js';
 import { tenantScope } from './migrations.js';
 import { TERMINAL_STATUSES } from '../contract/hermes-vocabulary.js';
 import { type CommitBatch, GroupCommit, type GroupCommitOptions, type SqlStatement } from './group-commit.js';
+import { JOURNAL_STORE, type JournalKeeper } from '../journal/types.js';
+import type { JournalTail } from './journal-tail.js';
+import { createSqlJournal } from './sql-journal.js';
 import type {
   ApprovalImport,
   BridgeJob,
@@ -27,6 +30,8 @@ export interface SqlExecutor {
   commit: CommitBatch;
   /** How the backend's batches are best sized. */
   groupCommit: GroupCommitOptions;
+  /** How readers of a run journal hear of its changes. */
+  tail: JournalTail;
   close(): Promise<void>;
 }
 
@@ -67,8 +72,10 @@ export function createSqlLedger(kind: string, executor: SqlExecutor): RunLedger 
   };
   const scopeParams = (scope: IdempotencyScope) => [scope.capability_id, scope.idempotency_key];
 
-  return {
+  const ledger: RunLedger & JournalKeeper = {
     kind,
+    // Not a RunLedger method (a custom ledger need not keep journals): the connector looks for it when the journal is on.
+    [JOURNAL_STORE]: createSqlJournal(db, executor.tail),
     async claim(request: ClaimRequest) {
       const sql = await db();
       // DO NOTHING, not DO UPDATE: a key already in use (a replay, a duplicate waiting for the
@@ -273,9 +280,11 @@ export function createSqlLedger(kind: string, executor: SqlExecutor): RunLedger 
     async close() {
       await setUp.settled();
       await writes.drained();
+      await executor.tail.close();
       await executor.close();
     },
   };
+  return ledger;
 }
 
 const withEvidence = (statement: SqlStatement, evidence: EvidenceWrite | undefined): SqlStatement[] =>

@@ -1,7 +1,10 @@
+import { randomUUID } from 'node:crypto';
+import { resolve } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { ConnectorConfigError } from '../config.js';
 import { MIGRATIONS_TABLE, pendingMigrations } from './migrations.js';
 import { loadOptional } from './optional-module.js';
+import { inProcessTail } from './journal-tail.js';
 import { asError, type SqlUnit, type UnitOutcome } from './group-commit.js';
 import { createSqlLedger, type SqlExecutor, type SqlRow } from './sql-ledger.js';
 import type { RunLedger } from './types.js';
@@ -72,6 +75,8 @@ export function openSqliteExecutor(options: SqliteLedgerOptions): SqlExecutor {
     },
     // Synchronous: a batch is committed before the next one can start.
     groupCommit: { maxInFlight: 1, maxBatch: 256 },
+    // Every ledger of this process on the file shares the channel; another process's readers do not hear it.
+    tail: inProcessTail(options.path === ':memory:' ? `:memory:${randomUUID()}` : resolve(options.path)),
     async close() {
       if (db.open) db.close();
     },

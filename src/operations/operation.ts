@@ -9,6 +9,7 @@ import type { EndpointPools } from '../transport/http.js';
 import type { OperationDeclaration } from '../contract/schemas.js';
 import type { Telemetry } from '../telemetry.js';
 import type { RunEvidence, RunEvidencePatch } from '../ledger/types.js';
+import type { JournalStore } from '../journal/types.js';
 import type { AipAction, AipActionResult, AipMessagePart, ExecutionContext, OperationName } from '../types.js';
 
 /** Everything an operation needs for one invocation, after every gate has passed. */
@@ -31,6 +32,17 @@ export interface OperationCall<Input = Record<string, unknown>> {
   readonly telemetry: Telemetry;
   /** The invocation's span context: the parent of its HTTP request spans. */
   readonly traceContext: Context;
+  /** run_events with the run journal on: where it reads the run's events instead of Hermes. */
+  readonly journal?: JournalReading;
+  /** run_events for a journal's follower that took a run over: the stream resumes after this Hermes `seq`. */
+  readonly resumeAfterSeq?: number;
+}
+
+/** The run journal as its readers see it. */
+export interface JournalReading {
+  readonly store: JournalStore;
+  /** A reader waiting for an append reads again after this long even if it heard of none. */
+  readonly safetyRereadMs: number;
 }
 
 export interface OperationOutcome {

@@ -17,13 +17,17 @@ import { schemaCatalog } from '../contract/schemas.js';
 import { redactText } from '../internal/secret.js';
 import { SseDecoder, isSseDone, type SseItem } from '../transport/sse.js';
 import type { HermesSseEvent, RunEventsOutput } from '../types.js';
-import { endRequestSpan, errorTypeOf, StreamTrace } from '../telemetry.js';
+import { endRequestSpan, endSpan, errorTypeOf, StreamTrace } from '../telemetry.js';
 import { checkRunId, runRoute, type Operation, type OperationCall, type OperationOutcome } from './operation.js';
 import { runStatus } from './run-status.js';
+import type { JournalKey, JournalRecord } from '../journal/types.js';
+import type { JournalReading } from './operation.js';
 
 export interface RunEventsInput {
   run_id: string;
   max_events?: number;
+  /** With the run journal on: only the journal's events after this sequence (events are numbered from 1). */
+  after_sequence?: number;
 }
 
 /** Hermes looks for the run's stream for about a second before it answers; anything past this is a dead peer. */
@@ -50,6 +54,13 @@ export const runEvents: Operation<RunEventsInput> = {
   name: 'run_events',
   checkInput: ({ run_id }) => checkRunId(run_id),
   async execute(call) {
+    if (call.journal) {
+      const fromJournal = await readJournal(call, call.journal);
+      if (fromJournal) return fromJournal;
+    }
+    if (call.input.after_sequence !== undefined) {
+      throw new HermesFailure('invalid_input', '`after_sequence` reads the run journal, and this run has none (the journal is off, or did not follow it)');
+    }
     const { endpoint, config } = call;
     const output: RunEventsOutput = { endpoint_id: endpoint.id, operation: 'run_events', http_status: 0, events: [], text: '', terminal: false };
     const headers = buildHeaders({ endpoint, action: call.action, context: call.context, accept: 'text/event-stream', hasBody: false });
@@ -61,7 +72,7 @@ export const runEvents: Operation<RunEventsInput> = {
     let statusCode: number | undefined;
     let end: StreamEnd;
     try {
-      const response = await openStream(call, route.path, headers, scope);
+      const response = await openStream(call, resumablePath(route.path, reader), headers, scope);
       statusCode = response.statusCode;
       output.http_status = response.statusCode;
       end = await readStream(call, response, reader);
@@ -128,6 +139,10 @@ async function resume(
   first: StreamEnd,
 ): Promise<StreamEnd> {
   const { output } = reader;
+  if (first.kind === 'replay_truncated') {
+    output.resume_fallback = 'replay_truncated';
+    return CLOSED;
+  }
   let end = first;
   while ((end.kind === 'closed' || end.kind === 'broken') && reader.lastSeq !== undefined && (output.resumed ?? 0) < MAX_RESUMPTIONS) {
     output.resumed = (output.resumed ?? 0) + 1;
@@ -149,6 +164,11 @@ async function resume(
   return end;
 }
 
+/** The stream's path, with `?last_seq=` when the call resumes a stream another reader started (a journal taken over). */
+function resumablePath(path: string, reader: StreamReader): string {
+  return reader.resumedAfter === undefined ? path : `${path}?last_seq=${reader.resumedAfter}`;
+}
+
 function newReader(call: OperationCall<RunEventsInput>, output: RunEventsOutput, scope: CallScope, trace: StreamTrace): StreamReader {
   return {
     publisher: call.publisher,
@@ -160,8 +180,8 @@ function newReader(call: OperationCall<RunEventsInput>, output: RunEventsOutput,
     next: 0,
     published: undefined,
     endAfterPublished: undefined,
-    lastSeq: undefined,
-    resumedAfter: undefined,
+    lastSeq: call.resumeAfterSeq,
+    resumedAfter: call.resumeAfterSeq,
   };
 }
 
@@ -176,18 +196,7 @@ async function readStream(call: OperationCall<RunEventsInput>, response: Provide
   const { limits } = call.config;
   const secret = call.endpoint.apiKey?.reveal();
   const decoder = new SseDecoder({ maxFrameBytes: limits.maxSseFrameBytes, maxStreamBytes: limits.maxStreamResponseBytes }, call.endpoint.id, secret);
-  /** Records and publishes one read's items; how the stream ended, if one of them ended it. */
-  const take = async (items: SseItem[]): Promise<StreamEnd | undefined> => {
-    reader.next = 0;
-    for (;;) {
-      const end = takeItems(items, reader);
-      if (end !== undefined || reader.published === undefined) return end;
-      const published = reader.published;
-      reader.published = undefined;
-      await untilPublished(published, call, scope, output.http_status);
-      if (reader.endAfterPublished) return reader.endAfterPublished;
-    }
-  };
+  const take = (items: SseItem[]) => takeAll(call, reader, items);
   try {
     // Leaving this loop early (return or throw) destroys the body and so closes the socket.
     for await (const chunk of response.body as AsyncIterable<Buffer>) {
@@ -205,6 +214,19 @@ async function readStream(call: OperationCall<RunEventsInput>, response: Provide
     // Each event is redacted already; a key split across deltas only appears once they are joined.
     const joined = text.join('');
     output.text = secret === undefined ? joined : redactText(joined, secret);
+  }
+}
+
+/** Records and publishes one read's items, waiting for each publication the host asks to be awaited; how the stream ended, if one of them ended it. */
+async function takeAll(call: OperationCall<RunEventsInput>, reader: StreamReader, items: SseItem[]): Promise<StreamEnd | undefined> {
+  reader.next = 0;
+  for (;;) {
+    const end = takeItems(items, reader);
+    if (end !== undefined || reader.published === undefined) return end;
+    const published = reader.published;
+    reader.published = undefined;
+    await untilPublished(published, call, reader.scope, reader.output.http_status);
+    if (reader.endAfterPublished) return reader.endAfterPublished;
   }
 }
 
@@ -277,7 +299,7 @@ function alreadyRead(event: HermesSseEvent, reader: StreamReader): boolean {
 }
 
 /** An event's number: its `seq` field, else a numeric SSE `id:`. */
-function seqOf(event: HermesSseEvent): number | undefined {
+export function seqOf(event: HermesSseEvent): number | undefined {
   const { seq } = event.data;
   if (typeof seq === 'number' && Number.isSafeInteger(seq) && seq >= 0) return seq;
   return event.id !== undefined && /^\d{1,15}$/.test(event.id) ? Number(event.id) : undefined;
@@ -395,5 +417,156 @@ async function reconcile(call: OperationCall<RunEventsInput>): Promise<NonNullab
   } catch (error) {
     const code = error instanceof HermesFailure ? error.code : 'internal';
     return { http_status: httpStatus, error_code: ERROR_CODE_PREFIX + code };
+  }
+}
+
+/** Journal events read per query. */
+const JOURNAL_PAGE = 256;
+
+/**
+ * run_events from the run journal: every event from the first (or after `after_sequence`), then
+ * the journal's appends as they are committed, until the terminal event, the call's limits or the
+ * journal's close; the same result, chunks and back-pressure as from Hermes. Undefined when the
+ * run has no journal of this tenant's (it was not started through a journaling connector).
+ */
+async function readJournal(call: OperationCall<RunEventsInput>, journal: JournalReading): Promise<OperationOutcome | undefined> {
+  const { endpoint } = call;
+  const key: JournalKey = { tenant_id: call.context.tenantId ?? null, endpoint_id: endpoint.id, run_id: call.input.run_id };
+  const first = await journalLedgerRead(() => journal.store.journal(key));
+  if (!first) {
+    if (await journalLedgerRead(() => journal.store.journaledForAnotherTenant(key))) {
+      throw new HermesFailure('not_found', `Run \`${key.run_id}\` is not one of this tenant's journaled runs`, { effect: 'none' });
+    }
+    return undefined;
+  }
+  const output: RunEventsOutput = { endpoint_id: endpoint.id, operation: 'run_events', http_status: 200, events: [], text: '', terminal: false };
+  const scope = new CallScope({ signal: call.context.signal, openCalls: call.openCalls, deadline: call.deadline, timeoutMs: undefined, now: call.config.now });
+  const span = call.telemetry.startInternal('aip.journal read', call.traceContext);
+  const trace = new StreamTrace(call.telemetry, span);
+  const reader = newReader(call, output, scope, trace);
+  const tail = new JournalTailing(journal, key, scope);
+  let end: StreamEnd;
+  let last: JournalRecord = first;
+  try {
+    ({ end, last } = await tailJournal(call, reader, tail, call.input.after_sequence ?? 0));
+  } catch (error) {
+    const failure = error instanceof HermesFailure ? error : transportFailure(error, scope, call.pools.targetFor(endpoint).peer, 'body', 200);
+    trace.finish(output.events);
+    endSpan(span, errorTypeOf(failure));
+    return { status: failure.code === 'cancelled' ? 'cancelled' : 'failed', output, failure };
+  } finally {
+    tail.stop();
+    scope.dispose();
+    const secret = endpoint.apiKey?.reveal();
+    output.text = secret === undefined ? reader.text.join('') : redactText(reader.text.join(''), secret);
+  }
+  trace.finish(output.events);
+  endSpan(span, undefined);
+  output.journal = journalSummary(last, output.terminal_event);
+  return settle(call, output, end);
+}
+
+/**
+ * The journal's state as the result reports it. A reader that got the terminal event reports the
+ * journal complete: its follower closes it so right after the append the reader may have been quicker than.
+ */
+function journalSummary(record: JournalRecord, terminalEvent: string | undefined): NonNullable<RunEventsOutput['journal']> {
+  const summary: NonNullable<RunEventsOutput['journal']> = { state: record.state, last_sequence: record.next_sequence - 1 };
+  if (record.events_lost.length > 0) summary.events_lost = record.events_lost;
+  if (record.close_reason !== null) summary.close_reason = record.close_reason;
+  if (terminalEvent !== undefined) Object.assign(summary, { state: 'complete', close_reason: terminalEvent });
+  return summary;
+}
+
+/** Reads and publishes the journal's events after `after` until one ends the stream, or the journal is closed with none left. */
+async function tailJournal(
+  call: OperationCall<RunEventsInput>,
+  reader: StreamReader,
+  tail: JournalTailing,
+  after: number,
+): Promise<{ end: StreamEnd; last: JournalRecord }> {
+  let read = after;
+  for (;;) {
+    tail.changed = false;
+    const entries = await tail.read((store, key) => store.events(key, read, JOURNAL_PAGE));
+    if (entries.length > 0) {
+      read = (entries[entries.length - 1] as { sequence: number }).sequence;
+      const end = await takeAll(
+        call,
+        reader,
+        entries.map((entry) => entry.event),
+      );
+      if (end !== undefined) return { end, last: await tail.record() };
+      continue;
+    }
+    const record = await tail.record();
+    if (record.state !== 'following') {
+      // Appended and closed between the two reads: the appends are read first.
+      if (record.next_sequence - 1 > read) continue;
+      return { end: CLOSED, last: record };
+    }
+    await tail.untilChanged();
+  }
+}
+
+/** A ledger read of the journal; a failing ledger is `ledger_unavailable` (the call sent nothing to Hermes). */
+async function journalLedgerRead<T>(read: () => Promise<T>): Promise<T> {
+  try {
+    return await read();
+  } catch {
+    throw new HermesFailure('ledger_unavailable', 'The run ledger could not be reached to read the run journal', { effect: 'none' });
+  }
+}
+
+/**
+ * A subscription to one journal's changes. Waiting ends on a change, the call's end, or a slow safety
+ * timer: a notification lost while the listener reconnects can delay a reader, never strand it.
+ */
+class JournalTailing {
+  changed = false;
+  readonly #journal: JournalReading;
+  readonly #key: JournalKey;
+  readonly #scope: CallScope;
+  readonly #unsubscribe: () => void;
+  #wake: (() => void) | undefined;
+
+  constructor(journal: JournalReading, key: JournalKey, scope: CallScope) {
+    this.#journal = journal;
+    this.#key = key;
+    this.#scope = scope;
+    this.#unsubscribe = journal.store.subscribe(key, () => {
+      this.changed = true;
+      this.#wake?.();
+    });
+  }
+
+  read<T>(work: (store: JournalReading['store'], key: JournalKey) => Promise<T>): Promise<T> {
+    return this.#scope.race(journalLedgerRead(() => work(this.#journal.store, this.#key)));
+  }
+
+  async record(): Promise<JournalRecord> {
+    const record = await this.read((store, key) => store.journal(key));
+    if (!record) throw new HermesFailure('stream_incomplete', `The journal of run \`${this.#key.run_id}\` was purged while it was read`, { effect: 'known' });
+    return record;
+  }
+
+  async untilChanged(): Promise<void> {
+    if (this.changed) return;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await this.#scope.race(
+        new Promise<void>((resolve) => {
+          this.#wake = resolve;
+          timer = setTimeout(resolve, this.#journal.safetyRereadMs);
+        }),
+      );
+    } finally {
+      clearTimeout(timer);
+      this.#wake = undefined;
+    }
+  }
+
+  stop(): void {
+    this.#unsubscribe();
   }
 }

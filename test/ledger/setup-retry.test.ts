@@ -8,6 +8,7 @@ import { connectPg } from '../helpers/pg-schema.js';
 import { createPostgresLedger } from 'aip-connector-hermes-agent';
 import { createSqlLedger, type SqlExecutor } from '../../src/ledger/sql-ledger.js';
 import type { SqlUnit } from '../../src/ledger/group-commit.js';
+import { inProcessTail } from '../../src/ledger/journal-tail.js';
 import { eventually, harnessFactory, nextId } from '../helpers/harness.js';
 import { PG_URL, createPgSchema } from '../helpers/ledgers.js';
 
@@ -26,6 +27,7 @@ function flakyExecutor(failures: number): SqlExecutor & { migrations: number } {
     all: async () => [],
     commit: async (units: readonly SqlUnit[]) => units.map((unit) => unit.map(() => 1)),
     groupCommit: { maxInFlight: 1, maxBatch: 16 },
+    tail: inProcessTail(':flaky'),
     close: async () => undefined,
   };
   return executor;
