@@ -1,0 +1,36 @@
+/**
+ * The journal's followers are bounded per endpoint: past `followersPerEndpoint` a run waits its
+ * turn (in arrival order) and is followed, whole, once a follower is free.
+ */
+import { describe, expect, it } from 'vitest';
+import type { AipActionResult, RunEventsOutput } from 'aip-connector-hermes-agent';
+import { grantFor, harnessFactory, nextId, script, type Harness } from '../helpers/harness.js';
+import { DURABLE_BACKENDS } from '../helpers/ledgers.js';
+
+const harness = harnessFactory({ simulator: { streamLookupMs: 100 } });
+const names = (result: AipActionResult) => (result.output as RunEventsOutput).events.map((event) => event.event);
+const simulatedNames = (h: Harness, runId: string) => h.sim.run(runId)?.events.map((event) => event['event']);
+const streamRequests = (h: Harness) => h.sim.requests.filter((request) => request.path.endsWith('/events'));
+
+describe.each(DURABLE_BACKENDS)('journal followers on $name', (backend) => {
+  it('with one follower per endpoint, a second run waits until the first is followed to its end, then is journaled whole', async () => {
+    const store = await backend.create();
+    const h = await harness({ connector: { ledger: store.ledger, journal: { followersPerEndpoint: 1, leaseMs: 200 } } });
+    const blocked = await h.startRun({ input: 'first', sim_script: script.approval() });
+    const waiting = await h.startRun({ input: 'second', sim_script: script.quick() });
+    expect(names(await h.invoke({ capability_id: h.cap('run_events'), input: { run_id: blocked, max_events: 2 } }))).toHaveLength(2);
+
+    const early = await h.invoke({ capability_id: h.cap('run_events'), input: { run_id: waiting } }, { deadline: Date.now() + 300 });
+    expect(early.error?.code).toBe('connector.hermes_agent.deadline_exceeded');
+    expect(names(early)).toEqual([]);
+    expect(streamRequests(h).map((request) => request.path)).toEqual([`/v1/runs/${blocked}/events`]);
+
+    const approval = { run_id: blocked, choice: 'once' };
+    await h.invoke({ capability_id: h.cap('run_approval'), input: approval, idempotency_key: nextId('key') }, { approval: grantFor(approval) });
+    const first = await h.invoke({ capability_id: h.cap('run_events'), input: { run_id: blocked } });
+    const second = await h.invoke({ capability_id: h.cap('run_events'), input: { run_id: waiting } });
+    expect(names(first)).toEqual(simulatedNames(h, blocked));
+    expect(second.status, JSON.stringify(second.error)).toBe('completed');
+    expect(names(second)).toEqual(simulatedNames(h, waiting));
+  });
+});
