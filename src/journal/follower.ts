@@ -128,6 +128,8 @@ export class RunJournal {
       position = outcome.position;
       const close = this.#closeFor(outcome.result, outcome.stop);
       if (close === 'leave') return;
+      // The stream ended without its terminal event: whatever Hermes sent after the last appended event is not in the journal.
+      if (close?.state === 'reconciled') await this.#recordLoss(key, lost, position.next - 1, 'stream ended without its terminal event');
       if (close) return this.#close(key, close.state, close.reason);
       // The stream was cut while the run goes on: it is opened again, resuming where Hermes numbers its events.
       const output = outcome.result.output as RunEventsOutput | undefined;

@@ -7,7 +7,7 @@ import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { createHermesConnector, type AipActionResult, type ExecutionContext, type JournalOptions, type RunEventsOutput } from 'aip-connector-hermes-agent';
 import type { SimulatorProfile } from 'aip-connector-hermes-agent/simulator';
-import { API_KEY, checkedConnector, ENDPOINT, harnessFactory, nextId, type CheckedConnector, type Harness } from '../helpers/harness.js';
+import { API_KEY, checkedConnector, ENDPOINT, grantFor, harnessFactory, nextId, type CheckedConnector, type Harness } from '../helpers/harness.js';
 import { DURABLE_BACKENDS, type LedgerStore } from '../helpers/ledgers.js';
 
 const harness = harnessFactory({ simulator: { streamLookupMs: 100 } });
@@ -99,6 +99,34 @@ describe.each(DURABLE_BACKENDS)('run journal on $name', (backend) => {
     } finally {
       await b.connector.close();
     }
+  });
+
+  it('a stream cut before its terminal event is closed reconciled by the status read, with the gap recorded', async () => {
+    const { h } = await journaled();
+    const runId = await h.startRun({
+      input: 'cut',
+      sim_script: [
+        { type: 'delta', text: 'a' },
+        { type: 'approval', command: 'ls' },
+        { type: 'tool', tool: 'terminal' },
+        { type: 'cut' },
+        { type: 'complete' },
+      ],
+    });
+    expect(names(await readEvents(h, runId, { max_events: 2 }))).toHaveLength(2);
+    const approval = { run_id: runId, choice: 'once' };
+    await h.invoke({ capability_id: h.cap('run_approval'), input: approval, idempotency_key: nextId('key') }, { approval: grantFor(approval) });
+    const result = await readEvents(h, runId);
+    expect(result.error?.code).toBe('connector.hermes_agent.stream_incomplete');
+    expect(output(result).reconciliation?.status?.['status']).toBe('completed');
+    expect(names(result)).toEqual(simulatedNames(h, runId).filter((name) => name !== 'run.completed'));
+    const lastSequence = names(result).length;
+    expect(output(result).journal).toEqual({
+      state: 'reconciled',
+      last_sequence: lastSequence,
+      close_reason: 'status completed',
+      events_lost: [{ after_sequence: lastSequence, reason: 'stream ended without its terminal event' }],
+    });
   });
 
   it('per-run limits truncate the journal and say why; the reader gets what was kept and an incomplete result', async () => {

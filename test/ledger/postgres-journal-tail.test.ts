@@ -6,7 +6,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { createHermesConnector, createPostgresLedger, type RunEventsOutput } from 'aip-connector-hermes-agent';
-import { API_KEY, checkedConnector, ENDPOINT, eventually, grantFor, harnessFactory, nextId } from '../helpers/harness.js';
+import { API_KEY, checkedConnector, ENDPOINT, eventually, grantFor, harnessFactory, nextId, script } from '../helpers/harness.js';
 import { connectPg } from '../helpers/pg-schema.js';
 import { createPgSchema, PG_URL } from '../helpers/ledgers.js';
 
@@ -37,16 +37,7 @@ describe.skipIf(!PG_URL)('run journal tailing across PostgreSQL replicas', () =>
     const admin = await connectPg(schema.connectionString);
     cleanups.push(() => admin.end());
 
-    const runId = await h.startRun({
-      input: 'wait for me',
-      sim_script: [
-        { type: 'delta', text: 'asking ' },
-        { type: 'approval', command: 'rm -rf ./scratch' },
-        { type: 'tool', tool: 'terminal' },
-        { type: 'delta', text: 'done' },
-        { type: 'complete', output: 'asking done' },
-      ],
-    });
+    const runId = await h.startRun({ input: 'wait for me', sim_script: script.approval() });
     const reading = b.invoke({ capability_id: b.cap('run_events'), input: { run_id: runId } });
     const listener = await eventually(async () => {
       const rows = await admin.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND query LIKE 'LISTEN%'", [application]);
@@ -56,7 +47,10 @@ describe.skipIf(!PG_URL)('run journal tailing across PostgreSQL replicas', () =>
     await eventually(async () => (await admin.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [listener])).rowCount === 0, 'the listener gone');
 
     const approval = { run_id: runId, choice: 'once' };
-    const approved = await h.invoke({ capability_id: h.cap('run_approval'), input: approval, idempotency_key: nextId('key') }, { approval: grantFor(approval) });
+    const approved = await h.invoke(
+      { capability_id: h.cap('run_approval'), input: approval, idempotency_key: nextId('key') },
+      { approval: grantFor(approval) },
+    );
     expect(approved.status, JSON.stringify(approved.error)).toBe('completed');
 
     const result = await reading;
