@@ -8,6 +8,7 @@ import { benchDiscovery } from './discovery.js';
 import { benchPipelineCost } from './pipeline-cost.js';
 import { gcSource } from './heap.js';
 import { benchHost } from './host.js';
+import { benchJournal } from './journal.js';
 import { LEDGER_CONCURRENCY, benchLedgerCost } from './ledger-cost.js';
 import { CONCURRENT_DELTAS, benchMemory } from './memory.js';
 import { buildReport, describeMachine, loadAverage, machineInfo, renderTable, writeResults, type BenchSettings, type SectionResult } from './report.js';
@@ -19,7 +20,7 @@ import { benchTelemetry } from './telemetry.js';
 
 const MIN_ROUNDS = 5;
 /** The sections `--only` can name, in the order they run. */
-const SECTIONS = ['discovery', 'request', 'stream', 'memory', 'telemetry', 'pipeline', 'ledger', 'scale', 'host'] as const;
+const SECTIONS = ['discovery', 'request', 'stream', 'memory', 'telemetry', 'pipeline', 'ledger', 'journal', 'scale', 'host'] as const;
 type SectionName = (typeof SECTIONS)[number];
 
 function parseArgs(argv: string[]): BenchSettings {
@@ -95,6 +96,8 @@ async function main(): Promise<number> {
   if (runs('pipeline')) sections.push(await section('Pipeline cost', () => benchPipelineCost(settings, log)));
   // Their own servers: run_start answers, and streams held open until released.
   if (runs('ledger')) sections.push(await section('Ledger cost', () => benchLedgerCost(settings, log)));
+  // The simulator in this process: the journal's followers against reading Hermes directly.
+  if (runs('journal')) sections.push(await section('Run event journal', () => benchJournal(settings, log)));
   if (runs('scale')) sections.push(await section('Scale', () => benchScale(settings, log)));
   // The built `hermes-aip host` as a child process, driven over loopback by the runtime double.
   if (runs('host')) sections.push(await section('AIP remote connector host', () => benchHost(settings, log)));
@@ -112,6 +115,8 @@ async function main(): Promise<number> {
     gc: gcSource(),
     request_concurrency: String(CONCURRENCY),
     ledger: `run_start with a fresh key per call at concurrency 1 and ${LEDGER_CONCURRENCY}; durable ledgers paired with the memory ledger of the same round; PostgreSQL only with HERMES_TEST_PG_URL`,
+    journal:
+      'journal on against off on the in-process simulator: one long stream, and many runs followed at once (CPU, heap, appends per event); SQLite, and PostgreSQL with HERMES_TEST_PG_URL',
     scale: `${SCALE_STREAMS} run_events streams over ${SCALE_ENDPOINTS} endpoints (one origin and pool each), held idle, then released`,
     host: 'run_status through the built hermes-aip host (child process, SQLite ledger) driven by test/helpers/aip-runtime; host CPU from /proc; Ed25519 pair timed in the bench process',
   });
