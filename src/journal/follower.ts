@@ -128,9 +128,7 @@ export class RunJournal {
       position = outcome.position;
       const close = this.#closeFor(outcome.result, outcome.stop);
       if (close === 'leave') return;
-      // The stream ended without its terminal event: whatever Hermes sent after the last appended event is not in the journal.
-      if (close?.state === 'reconciled') await this.#recordLoss(key, lost, position.next - 1, 'stream ended without its terminal event');
-      if (close) return this.#close(key, close.state, close.reason);
+      if (close) return this.#end(key, lost, position.next - 1, close);
       // The stream was cut while the run goes on: it is opened again, resuming where Hermes numbers its events.
       const output = outcome.result.output as RunEventsOutput | undefined;
       if (position.seq === null || output?.resume_fallback !== undefined) {
@@ -138,7 +136,18 @@ export class RunJournal {
         if (position.seq !== null) position = { ...position, seq: null };
       }
     }
-    return this.#close(key, 'abandoned', `stream_incomplete after ${MAX_READS_PER_RUN} reads`);
+    return this.#end(key, lost, position.next - 1, { state: 'abandoned', reason: `stream_incomplete after ${MAX_READS_PER_RUN} reads` });
+  }
+
+  /**
+   * Closes the journal. One that ends without its terminal event (reconciled, abandoned) records the
+   * gap first: whatever Hermes sent after the last appended event is not in it. (A truncated one
+   * says so in its state and reason.)
+   */
+  async #end(key: JournalKey, lost: EventsLost[], lastSequence: number, close: Omit<JournalClose, 'now'>): Promise<void> {
+    if (close.state === 'reconciled') await this.#recordLoss(key, lost, lastSequence, 'stream ended without its terminal event');
+    if (close.state === 'abandoned') await this.#recordLoss(key, lost, lastSequence, close.reason);
+    await this.#close(key, close.state, close.reason);
   }
 
   /** One run_events read, appending every event it publishes. */
