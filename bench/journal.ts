@@ -24,9 +24,12 @@ import { BENCH_API_KEY } from './servers.js';
 import { interleave, summarize } from './stats.js';
 
 const ENDPOINT = 'bench';
+/** The long stream: one run of this many deltas. */
 const STREAM_DELTAS = 2000;
+/** Runs followed at once (a fifth with --quick), each of FANOUT_DELTAS deltas. */
 const FANOUT_RUNS = 1000;
 const FANOUT_DELTAS = 10;
+/** run_start calls in flight while the runs are started. */
 const START_CONCURRENCY = 64;
 
 interface Side {
