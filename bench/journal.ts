@@ -1,9 +1,9 @@
 /**
  * The run event journal (issue 26): journal on against journal off, in interleaved rounds, on the
  * simulator in this process and a SQLite ledger (PostgreSQL too with HERMES_TEST_PG_URL).
- * - One stream: run_start, then run_events of a run of STREAM_DELTAS deltas; off reads Hermes, on
+ * - One stream: run_start, then run_events of a run of 2,000 deltas; off reads Hermes, on
  *   reads the journal the follower fills. Milliseconds from the start to the result.
- * - Many runs followed at once: FANOUT_RUNS runs started together (64 in flight), then each read once
+ * - Many runs followed at once: 1,000 runs started together (64 in flight), then each read once
  *   with run_events (off: from Hermes; on: from the journal, every run followed at once). CPU of this
  *   process per run, heap held per run once every run is started (the followers in flight, after a
  *   full GC), and journal appends per event (each append is one group-commit unit; units of
@@ -24,13 +24,11 @@ import { BENCH_API_KEY } from './servers.js';
 import { interleave, summarize } from './stats.js';
 
 const ENDPOINT = 'bench';
-/** The long stream: one run of this many deltas. */
-const STREAM_DELTAS = 2000;
-/** Runs followed at once (a fifth with --quick), each of FANOUT_DELTAS deltas. */
-const FANOUT_RUNS = 1000;
-const FANOUT_DELTAS = 10;
-/** run_start calls in flight while the runs are started. */
-const START_CONCURRENCY = 64;
+/**
+ * streamDeltas: the long stream's deltas; fanoutRuns: runs followed at once (a fifth with --quick),
+ * each of fanoutDeltas deltas; startConcurrency: run_start calls in flight while they are started.
+ */
+const SIZES = { streamDeltas: 2000, fanoutRuns: 1000, fanoutDeltas: 10, startConcurrency: 64 } as const;
 
 interface Side {
   connector: HermesConnector;
@@ -88,7 +86,7 @@ async function readRun(connector: HermesConnector, runId: string, deltaCount: nu
 
 async function oneStream(side: Side): Promise<number> {
   const started = performance.now();
-  await readRun(side.connector, await startRun(side.connector, deltas(STREAM_DELTAS)), STREAM_DELTAS);
+  await readRun(side.connector, await startRun(side.connector, deltas(SIZES.streamDeltas)), SIZES.streamDeltas);
   return performance.now() - started;
 }
 
@@ -100,13 +98,13 @@ async function fanout(side: Side, runs: number): Promise<FanoutRound> {
   const runIds: string[] = [];
   let next = 0;
   await Promise.all(
-    Array.from({ length: START_CONCURRENCY }, async () => {
-      while (next++ < runs) runIds.push(await startRun(side.connector, deltas(FANOUT_DELTAS)));
+    Array.from({ length: SIZES.startConcurrency }, async () => {
+      while (next++ < runs) runIds.push(await startRun(side.connector, deltas(SIZES.fanoutDeltas)));
     }),
   );
   fullGc();
   const heapHeld = process.memoryUsage().heapUsed - heapBefore;
-  await Promise.all(runIds.map((runId) => readRun(side.connector, runId, FANOUT_DELTAS)));
+  await Promise.all(runIds.map((runId) => readRun(side.connector, runId, SIZES.fanoutDeltas)));
   const cpu = process.cpuUsage(cpuBefore);
   const appended = side.appends && appendsBefore && { calls: side.appends.calls - appendsBefore.calls, events: side.appends.events - appendsBefore.events };
   return {
@@ -135,12 +133,12 @@ async function benchBackend(
   const endpoints = [{ id: ENDPOINT, baseUrl: sim.url, apiKey: BENCH_API_KEY }];
   const off: Side = { connector: createHermesConnector({ endpoints, ledger: ledgers[0] }) };
   const on: Side = {
-    connector: createHermesConnector({ endpoints, ledger: countingLedger(ledgers[1], appends), journal: { followersPerEndpoint: FANOUT_RUNS } }),
+    connector: createHermesConnector({ endpoints, ledger: countingLedger(ledgers[1], appends), journal: { followersPerEndpoint: SIZES.fanoutRuns } }),
     appends,
   };
-  const runs = settings.quick ? FANOUT_RUNS / 5 : FANOUT_RUNS;
+  const runs = settings.quick ? SIZES.fanoutRuns / 5 : SIZES.fanoutRuns;
   try {
-    log(`  ${name}: one stream of ${STREAM_DELTAS} deltas, journal off and on`);
+    log(`  ${name}: one stream of ${SIZES.streamDeltas} deltas, journal off and on`);
     const stream = await interleave({ off: () => oneStream(off), on: () => oneStream(on) }, settings);
     log(`  ${name}: ${runs} runs followed at once, journal off and on`);
     const many = await interleave(
@@ -150,7 +148,7 @@ async function benchBackend(
     const perEvent = many.rounds.on.map((round) => round.appends_per_event).filter((value): value is number => value !== undefined);
     const figures: Figure[] = [
       pairedFigure(
-        { id: `journal_stream_${name}`, label: `${name}: start + run_events of ${STREAM_DELTAS} deltas`, unit: 'ms', ratioLabel: 'journal on / off' },
+        { id: `journal_stream_${name}`, label: `${name}: start + run_events of ${SIZES.streamDeltas} deltas`, unit: 'ms', ratioLabel: 'journal on / off' },
         stream.rounds.off,
         stream.rounds.on,
       ),
@@ -207,7 +205,12 @@ export async function benchJournal(settings: BenchSettings, log: Log): Promise<S
   return {
     id: 'journal',
     title: 'Run event journal',
-    config: { stream_deltas: STREAM_DELTAS, fanout_runs: settings.quick ? FANOUT_RUNS / 5 : FANOUT_RUNS, fanout_deltas: FANOUT_DELTAS, backends },
+    config: {
+      stream_deltas: SIZES.streamDeltas,
+      fanout_runs: settings.quick ? SIZES.fanoutRuns / 5 : SIZES.fanoutRuns,
+      fanout_deltas: SIZES.fanoutDeltas,
+      backends,
+    },
     figures,
     rounds,
     errors,
