@@ -132,7 +132,8 @@ function startJournal(deps: PipelineDeps, read: (follow: FollowRead) => Promise<
   const { journal: options, ledger } = deps.config;
   const store = journalStoreOf(ledger);
   if (!options || !store) return undefined;
-  const followers = new RunJournal({ store, options, now: deps.config.now, logger: deps.logger, read, seqOf });
+  const endpointIds = deps.config.endpoints.map((endpoint) => endpoint.id);
+  const followers = new RunJournal({ store, endpointIds, options, now: deps.config.now, logger: deps.logger, read, seqOf });
   followers.start();
   return { followers, reading: { store, safetyRereadMs: options.leaseMs } };
 }

@@ -19,6 +19,8 @@ export interface FollowRead {
 
 export interface RunJournalDeps {
   store: JournalStore;
+  /** The endpoints this connector can read: only their journals are taken over. */
+  endpointIds: readonly string[];
   options: ResolvedJournalOptions;
   now: () => number;
   logger: Logger;
@@ -226,7 +228,7 @@ export class RunJournal {
     try {
       this.#totalBytes = await store.totalBytes();
       await store.purge(now() - options.retentionMs);
-      const taken = await store.takeOver(this.owner, now(), now() + options.leaseMs, TAKEOVER_BATCH);
+      const taken = await store.takeOver(this.owner, now(), now() + options.leaseMs, TAKEOVER_BATCH, this.#deps.endpointIds);
       for (const record of taken) this.#enqueue({ record, takenOver: true });
     } catch (error) {
       this.#logFailure(error, 'sweep');

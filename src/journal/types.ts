@@ -72,8 +72,11 @@ export interface JournalStore {
   close(key: JournalKey, owner: string, close: JournalClose): Promise<boolean>;
   /** Extends every following journal the owner holds. */
   renewOwned(owner: string, leaseExpiresAt: number): Promise<void>;
-  /** Takes over up to `limit` following journals whose lease expired before `now`; returns them as now held. */
-  takeOver(owner: string, now: number, leaseExpiresAt: number, limit: number): Promise<JournalRecord[]>;
+  /**
+   * Takes over up to `limit` following journals of these endpoints whose lease expired before `now`
+   * (a replica configured with other endpoints leaves theirs alone); returns them as now held.
+   */
+  takeOver(owner: string, now: number, leaseExpiresAt: number, limit: number, endpointIds: readonly string[]): Promise<JournalRecord[]>;
   /** Events after `afterSequence`, in order, at most `limit`. */
   events(key: JournalKey, afterSequence: number, limit: number): Promise<JournalEntry[]>;
   /** Bytes of every stored journal. */

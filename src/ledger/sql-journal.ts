@@ -91,11 +91,14 @@ export function createSqlJournal(db: () => Promise<JournalSql>, tail: JournalTai
     async renewOwned(owner, leaseExpiresAt) {
       await (await db()).run(`UPDATE run_journals SET lease_expires_at = ? WHERE owner = ? AND state = 'following'`, [leaseExpiresAt, owner]);
     },
-    async takeOver(owner, now, leaseExpiresAt, limit) {
+    async takeOver(owner, now, leaseExpiresAt, limit, endpointIds) {
+      if (endpointIds.length === 0) return [];
       const sql = await db();
+      const endpoints = endpointIds.map(() => '?').join(', ');
       const expired = await sql.all(
-        `SELECT ${COLUMNS} FROM run_journals WHERE state = 'following' AND lease_expires_at <= ? ORDER BY lease_expires_at LIMIT ?`,
-        [now, limit],
+        `SELECT ${COLUMNS} FROM run_journals WHERE state = 'following' AND lease_expires_at <= ? AND endpoint_id IN (${endpoints})
+         ORDER BY lease_expires_at LIMIT ?`,
+        [now, ...endpointIds, limit],
       );
       const taken: JournalRecord[] = [];
       for (const candidate of expired.map(toJournal)) {

@@ -30,7 +30,7 @@ describe.each(DURABLE_BACKENDS)('journal store on $name', (backend) => {
     expect(await a.create(journal, 'owner-a', 1000, 2000)).toBe(true);
     expect(await a.create(journal, 'owner-x', 1000, 2000)).toBe(false);
     expect(await a.append(journal, 'owner-a', append(1, 'one'))).toBe(true);
-    const taken = await b.takeOver('owner-b', 2001, 9000, 10);
+    const taken = await b.takeOver('owner-b', 2001, 9000, 10, ['local']);
     expect(taken.map((record) => [record.run_id, record.owner, record.next_sequence])).toEqual([[journal.run_id, 'owner-b', 2]]);
     expect(await a.append(journal, 'owner-a', append(2, 'late'))).toBe(false);
     expect(await a.close(journal, 'owner-a', { state: 'complete', reason: 'run.completed', now: 3000 })).toBe(false);
@@ -51,10 +51,21 @@ describe.each(DURABLE_BACKENDS)('journal store on $name', (backend) => {
     const { a, b } = await opened();
     const journals = Array.from({ length: 6 }, key);
     for (const journal of journals) await a.create(journal, 'dead', 1000, 2000);
-    const [byA, byB] = await Promise.all([a.takeOver('replica-a', 5000, 9000, 100), b.takeOver('replica-b', 5000, 9000, 100)]);
+    const [byA, byB] = await Promise.all([a.takeOver('replica-a', 5000, 9000, 100, ['local']), b.takeOver('replica-b', 5000, 9000, 100, ['local'])]);
     const mine = (records: Array<{ run_id: string }>) => records.map((record) => record.run_id).filter((id) => journals.some((j) => j.run_id === id));
     expect([...mine(byA), ...mine(byB)].sort()).toEqual(journals.map((journal) => journal.run_id).sort());
     expect(mine(byA).filter((id) => mine(byB).includes(id))).toEqual([]);
+  });
+
+  it("a replica takes over only its own endpoints' journals", async () => {
+    const { a, b } = await opened();
+    const ours = key();
+    const theirs = { ...key(), endpoint_id: 'elsewhere' };
+    for (const journal of [ours, theirs]) await a.create(journal, 'dead', 1000, 2000);
+    const taken = await b.takeOver('replica-b', 5000, 9000, 100, ['local', 'third']);
+    expect(taken.map((record) => record.run_id)).toEqual([ours.run_id]);
+    expect((await b.journal(theirs))?.owner).toBe('dead');
+    expect(await b.takeOver('replica-b', 5000, 9000, 100, [])).toEqual([]);
   });
 
   it('purge deletes closed journals past retention with their events, and spares the rest', async () => {
