@@ -21,6 +21,8 @@ Configuration (manifest, invoke, qualify, conformance, mcp, host):
   Run ledger (optional; makes invoke idempotent across invocations): the config file's
   "ledger": { "sqlite": "<path>" } or { "postgresEnv": "<VARIABLE holding the URL>" },
   else HERMES_LEDGER=sqlite:<path> or HERMES_LEDGER=postgres://...
+  Run event journal (optional; needs that ledger): the config file's "journal": {} or with settings
+  such as { "followersPerEndpoint": 32 }; run_events then reads every run's events from the ledger.
 
 Exit codes: 0 success; 1 a failed invocation or qualification; 2 bad arguments or configuration; 130 interrupted.
 
@@ -69,6 +71,7 @@ Runs the eight checks of "Verify an integration" against every endpoint, in orde
   5 approval_requires_evidence  approval without an AIP grant is refused locally; with one, only the selected run moves
   6 stop_followed               a stop is followed until cancelled, failed or another explained outcome
   7 disconnect_reconciled       a cut stream is reconciled through status, never replayed or called complete
+                                (with the run journal on: the consumer resumes after what it got, nothing twice)
   8 evidence_loss               an unknown run id is reported as evidence loss, not as proof nothing ran
 Exit code 0 only if every check passes on every endpoint.
 

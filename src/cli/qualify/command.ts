@@ -78,6 +78,7 @@ export async function qualifyCommand(args: string[]): Promise<number> {
     // 0.18.2-0.20.1 forget every run in a restart; the later profile marks unsettled runs `interrupted`,
     // which check 8 accepts as an explained outcome.
     ...(simulator ? { restartProvider: () => simulator.restart() } : {}),
+    ...(config.journal === undefined ? {} : { journal: true }),
   };
   const progress = createProgress(process.stdout);
   const startedAt = Date.now();

@@ -53,14 +53,43 @@ export const disconnectReconciled: Check = {
       );
     }
 
-    await resubscribe(session, runId, firstOutput?.events ?? [], evidence);
+    if (session.settings.journal) await resumeFromJournal(session, runId, firstOutput?.events ?? [], evidence);
+    else await resubscribe(session, runId, firstOutput?.events ?? [], evidence);
 
     const status = await session.readStatus(runId);
     evidence['reconciled_status'] = { run_id: status['run_id'], status: status['status'], last_event: status['last_event'] ?? null };
     if (status['run_id'] !== runId) throw new CheckFailed(`run_status of ${runId} answered for run ${String(status['run_id'])}`);
-    evidence['interpretation'] = 'events after the cut are lost to this consumer; the run itself is known only through run_status';
+    evidence['interpretation'] = session.settings.journal
+      ? "the connector's run journal kept the events: the consumer resumed after those it had, and a reader from the first gets them again"
+      : 'events after the cut are lost to this consumer; the run itself is known only through run_status';
   },
 };
+
+/**
+ * With the run journal on, Hermes is not subscribed to again: the consumer resumes after the events
+ * it got (`after_sequence`) and must get none of them twice nor a claim of completion without the
+ * terminal event, and a reader from the first event must get exactly the events the cut stream delivered.
+ */
+async function resumeFromJournal(session: EndpointSession, runId: string, delivered: HermesSseEvent[], evidence: CheckEvidence): Promise<void> {
+  const attemptDeadline = () => ({ deadline: Math.min(session.deadline, Date.now() + ATTEMPT_MS) });
+  const resumed = await session.invoke('run_events', { run_id: runId, after_sequence: delivered.length }, attemptDeadline());
+  const resumedOutput = resumed.output as RunEventsOutput | undefined;
+  const events = resumedOutput?.events ?? [];
+  evidence['resumed'] = { ...resultEvidence(resumed), after_sequence: delivered.length, event_names: events.map((event) => event.event) };
+  const seen = new Set(delivered.map(eventKey));
+  const repeated = events.filter((event) => seen.has(eventKey(event)));
+  if (repeated.length > 0)
+    throw new CheckFailed(`resuming run ${runId} after ${delivered.length} event(s) repeated ${repeated.length} of them (${repeated[0]?.event})`);
+  if (resumed.status === 'completed' && resumedOutput?.terminal !== true) {
+    throw new CheckFailed(`resuming run ${runId} was reported completed without a terminal event`);
+  }
+  const again = await session.invoke('run_events', { run_id: runId, max_events: delivered.length }, attemptDeadline());
+  const replayed = (again.output as RunEventsOutput | undefined)?.events ?? [];
+  evidence['read_from_first'] = { ...resultEvidence(again), event_names: replayed.map((event) => event.event) };
+  if (replayed.map(eventKey).join() !== delivered.map(eventKey).join()) {
+    throw new CheckFailed(`a reader of run ${runId} from the first event did not get the ${delivered.length} event(s) the cut stream delivered`);
+  }
+}
 
 /**
  * Subscribes again until Hermes answers not_found. Hermes may notice the cut only at its next write

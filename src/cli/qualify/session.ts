@@ -33,6 +33,8 @@ export interface QualifySettings {
   providerRequestCount?: () => number;
   /** Against the embedded simulator at the pin: a provider restart, after which Hermes knows none of its runs. */
   restartProvider?: () => void;
+  /** The connector keeps a run event journal: run_events reads it, so a second reader is not answered 404 but resumes. */
+  journal?: boolean;
 }
 
 const MUTATIONS: ReadonlySet<OperationName> = new Set(['run_start', 'run_approval', 'run_stop']);
