@@ -206,6 +206,7 @@ describe('the callback ingress double', () => {
       mode: 'streaming',
     });
     ingress.assign(route);
+    ingress.executing(route.action_id, true);
     return route;
   }
 
@@ -239,5 +240,15 @@ describe('the callback ingress double', () => {
     expect(ingress.accepted(route.action_id)).toEqual([chunk]);
     expect(ingress.records.slice(1).map((record) => record.problems.length > 0)).toEqual([true, true, true]);
     expect(canonicalJson(ingress.records[0]!.chunk)).toBe(canonicalJson(chunk));
+  });
+
+  it('refuses a chunk once no central execution waits for the action (ingest_assigned_connector_stream_chunk), 403', async () => {
+    const route = await withRoute();
+    const chunk = { action_id: route.action_id, sequence: 0, kind: 'data', data: { n: 1 } };
+    ingress.executing(route.action_id, false);
+    const refused = await deliver(chunkText(route, chunk));
+    expect(refused.status).toBe(403);
+    expect(((await refused.json()) as any).body.error.error).toMatchObject({ code: 'auth.not_authorized', category: 'auth', retryable: false });
+    expect(ingress.accepted(route.action_id)).toEqual([]);
   });
 });
