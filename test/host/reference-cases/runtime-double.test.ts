@@ -91,6 +91,28 @@ describe('the control plane double', () => {
     expect(messages[1]).toContain('lost its lease-sequence fence');
   });
 
+  it('consumes every verified request id (process_connector_host_control): one refused or failed once is refused again; only the last committed one is answered again', async () => {
+    const control = await controlPlane();
+    const register = vector('control.request.register');
+    const signer = signingKeyFromSeed(Buffer.from(register.signer_seed_hex, 'hex'));
+    const withFreshId = (document: Record<string, any>) => {
+      const request = { ...document['request'], request_id: hexId('msg_') };
+      return JSON.stringify({ request, signature: signer.sign(canonicalJson(request)) });
+    };
+    control.mode = 'unavailable';
+    const failed = withFreshId(register.document);
+    expect((await post(control, failed)).status).toBe(503);
+    control.mode = 'grant';
+    const again = await post(control, failed);
+    expect(again.status).toBe(403);
+    expect(((await again.json()) as any).response.outcome.message).toContain('already consumed');
+    const granted = withFreshId(register.document);
+    expect((await post(control, granted)).status).toBe(200);
+    expect((await post(control, granted)).status).toBe(200);
+    expect((await post(control, JSON.stringify(vector('control.request.heartbeat').document))).status).toBe(200);
+    expect((await post(control, granted)).status).toBe(403);
+  });
+
   it('refuses a bad signature, an unknown signer and a stale request (403) and what does not decode (415, 413, 400, 422)', async () => {
     const control = await controlPlane();
     const register = vector('control.request.register').document;
