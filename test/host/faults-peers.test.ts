@@ -150,7 +150,7 @@ describe('a faulty callback target', () => {
     await waitUntil(finished, 'the host to finish the run');
     const records = ingress.records.filter((record) => record.chunk?.action_id === action.id);
     const refused = records.filter((record) => !record.accepted);
-    expect(refused.map((record) => record.status)).toEqual([403]);
+    expect(refused.map((record) => record.status)).toEqual([401]);
     expect(refused[0]!.problems.join('; ')).toMatch(/no central execution/);
     expect(records.at(-1)).toBe(refused[0]);
     expectContiguousFromZero(ingress.accepted(action.id));

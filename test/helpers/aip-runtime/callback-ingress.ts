@@ -74,7 +74,8 @@ export interface CallbackIngress {
 
 type Refusal = { status: number; code: string; category: string; retryable: boolean; message: string };
 
-const notAuthorized = (message: string): Refusal => ({ status: 403, code: 'connector_event.not_authorized', category: 'auth', retryable: false, message });
+/** Statuses by category as `status_for_error` (crates/aip-transport-http) maps them: auth 401, permanent 400, temporary 503. */
+const notAuthorized = (message: string): Refusal => ({ status: 401, code: 'connector_event.not_authorized', category: 'auth', retryable: false, message });
 const invalid = (message: string): Refusal => ({ status: 400, code: 'connector_event.invalid', category: 'permanent', retryable: false, message });
 
 function routeProblems(route: unknown, assignment: ConnectorRoute | undefined): string[] {

@@ -264,12 +264,12 @@ describe('the callback ingress double', () => {
     expect(canonicalJson(ingress.records[0]!.chunk)).toBe(canonicalJson(chunk));
   });
 
-  it('refuses a chunk once no central execution waits for the action (ingest_assigned_connector_stream_chunk), 403', async () => {
+  it('refuses a chunk once no central execution waits for the action (ingest_assigned_connector_stream_chunk), 401', async () => {
     const route = await withRoute();
     const chunk = { action_id: route.action_id, sequence: 0, kind: 'data', data: { n: 1 } };
     ingress.executing(route.action_id, false);
     const refused = await deliver(chunkText(route, chunk));
-    expect(refused.status).toBe(403);
+    expect(refused.status).toBe(401);
     expect(((await refused.json()) as any).body.error.error).toMatchObject({ code: 'auth.not_authorized', category: 'auth', retryable: false });
     expect(ingress.accepted(route.action_id)).toEqual([]);
   });
