@@ -1,8 +1,8 @@
 /**
- * The SSE decoder as it was before the part 4 rewrite (issue #17): strict UTF-8 text fed to
- * eventsource-parser, one message object per event. Kept only as the reference of the
- * differential tests (test/transport/sse-differential.test.ts): the decoder in src/ must give the
- * same items, the same faults and the same redaction for any bytes split anywhere.
+ * The SSE decoder as it was before issue #17 part 4: strict UTF-8 text fed to eventsource-parser,
+ * with its own frame byte count and key watch. Kept only as the reference of the differential
+ * tests (test/transport/sse-differential.test.ts): the decoder in src/ must give the same items,
+ * the same faults and the same redaction for any bytes split anywhere.
  */
 import { createParser, type EventSourceMessage, type EventSourceParser } from 'eventsource-parser';
 import { HermesFailure } from '../../src/failures.js';
