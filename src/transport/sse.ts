@@ -48,7 +48,8 @@ export class SseDecoder {
   readonly #secret: string | undefined;
   readonly #utf8 = new StrictUtf8Decoder();
   readonly #frameBytes: SseFrameBytes;
-  readonly #parser: EventSourceParser;
+  /** Made with the stream's first text: a parser holds about 1 KiB, and a stream may stay idle a long time before its first byte. */
+  #parser: EventSourceParser | undefined;
   /** With a key: holds back deltas that may be the start of the key spelled across several of them. */
   readonly #splitKey: SplitKeyGuard | undefined;
   #items: SseItem[] = [];
@@ -79,10 +80,6 @@ export class SseDecoder {
     this.#secret = secret;
     this.#frameBytes = new SseFrameBytes(limits.maxFrameBytes);
     this.#splitKey = secret === undefined ? undefined : new SplitKeyGuard(secret);
-    this.#parser = createParser({ onEvent: (message) => this.#onMessage(message) });
-    // The parser drops "ï»¿" (a byte order mark decoded as Latin-1) from its first feed; the UTF-8
-    // decoder drops the real one, and text that starts with those three characters is left as sent.
-    this.#parser.feed('');
   }
 
   get bytesRead(): number {
@@ -155,7 +152,16 @@ export class SseDecoder {
     if (text === '') return;
     if (this.#afterCr && text.charCodeAt(0) === LF) text = text.slice(1);
     this.#afterCr = text.charCodeAt(text.length - 1) === CR;
+    this.#parser ??= this.#newParser();
     this.#parser.feed(this.#afterCr ? `${text}\n` : text);
+  }
+
+  #newParser(): EventSourceParser {
+    const parser = createParser({ onEvent: (message) => this.#onMessage(message) });
+    // The parser drops "ï»¿" (a byte order mark decoded as Latin-1) from its first feed; the UTF-8
+    // decoder drops the real one, and text that starts with those three characters is left as sent.
+    parser.feed('');
+    return parser;
   }
 
   #watchForSecret(text: string): void {

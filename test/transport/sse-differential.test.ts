@@ -8,12 +8,12 @@ import { splitAt } from '../helpers/split.js';
 
 /**
  * The decoder against the reference, an independent write of the layer around eventsource-parser
- * (its own frame byte count, CR handling, key watch and event checks, as they were before issue
- * #17): for any bytes, split anywhere, with or without a key to redact and under any limits, every
- * push gives the same items, the same throw and the same `failure`, and the end of the stream the
- * same held-back events. The reference predates the hold-back of a key split across deltas, so its
- * events go through a SplitKeyGuard here, as in the decoder; the guard itself is tested in
- * split-key.test.ts.
+ * (a frame byte count walked byte by byte where the decoder searches, its own CR handling, key
+ * watch and event checks, as they were before issue #17): for any bytes, split anywhere, with or
+ * without a key to redact and under any limits, every push gives the same items, the same throw
+ * and the same `failure`, and the end of the stream the same held-back events. The reference
+ * predates the hold-back of a key split across deltas, so its events go through a SplitKeyGuard
+ * here, as in the decoder; the guard itself is tested in split-key.test.ts.
  */
 
 interface Decoder {
