@@ -7,12 +7,17 @@
  * is what serving over the wire adds; it is compared with the Ed25519 work the host cannot
  * avoid per action (one verification and one signature over an action envelope's canonical
  * bytes, timed alone in this process, same round). Target: at most 2 such pairs.
+ *
+ * Context, same rounds, to show where the added CPU goes: the wire floor (a bare node:http server
+ * in its own process reading the same request bytes and answering as many bytes, its CPU per
+ * request) and the durable replay claim alone (one `claimMessage` on a SQLite ledger). What is
+ * left after those and the pair is the host's own processing (decoding, checks, the answer).
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { createHermesConnector, createSqliteLedger, type HermesConnector } from 'aip-connector-hermes-agent';
+import { createHermesConnector, createSqliteLedger, type HermesConnector, type RunLedger } from 'aip-connector-hermes-agent';
 import { canonicalJson } from '../src/host/wire/json.js';
 import { signingKeyFromSeed, verifyWithDid } from '../src/host/wire/keys.js';
 import { TENANT_ID } from '../test/helpers/aip-runtime/deployment.js';
@@ -20,6 +25,8 @@ import { capability, runAction, waitForReady } from '../test/helpers/aip-runtime
 import { launchHost, stopHosts, type HostProcess } from '../test/helpers/aip-runtime/launcher.js';
 import { startAipRuntime, type AipRuntime } from '../test/helpers/aip-runtime/runtime.js';
 import { pairedFigure, type BenchSettings, type Figure, type Log, type SectionResult } from './report.js';
+import { request } from 'undici';
+import { startEchoServer } from './echo-server.js';
 import { BENCH_API_KEY, STATUS_RUN_ID, startBenchServer } from './servers.js';
 import { interleave, mean, summarize } from './stats.js';
 
@@ -38,6 +45,12 @@ interface Round {
   calls: number;
   latency_us: number;
   cpu_us_per_call: number;
+}
+
+type Side = 'direct' | 'host' | 'ed25519' | 'wire' | 'claim';
+
+function pairsFigure(id: string, label: string, values: number[]): Figure {
+  return { id, label, unit: 'pairs', ratio: summarize(values), ratioLabel: 'in Ed25519 verify + sign pairs measured in the same round' };
 }
 
 function merge(slices: Slice[]): Round {
@@ -83,6 +96,24 @@ function hostCall(runtime: AipRuntime, host: HostProcess): () => Promise<void> {
   };
 }
 
+/** The action's request bytes POSTed to the bare server, its answer read whole. */
+function wireCall(origin: string, text: string): () => Promise<void> {
+  return async () => {
+    const response = await request(`${origin}/aip/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: text });
+    await response.body.arrayBuffer();
+  };
+}
+
+/** One replay claim of a new message id, as the host makes for each action. */
+function claimCall(ledger: RunLedger): () => Promise<void> {
+  let claims = 0;
+  return async () => {
+    if (!(await ledger.claimMessage({ message_id: `msg_bench_${++claims}`, expires_at: Date.now() + 300_000 }, Date.now()))) {
+      throw new Error('a new message id was refused as a replay');
+    }
+  };
+}
+
 /** One Ed25519 verification and one signature over the canonical bytes of an action envelope the runtime sends. */
 function signatureWork(runtime: AipRuntime, host: HostProcess): () => void {
   const prepared = runtime.dispatcher.prepareAction(host.target, runAction('run_status', STATUS_RUN_ID));
@@ -101,6 +132,8 @@ export async function benchHost(settings: BenchSettings, log: Log): Promise<Sect
   const server = await startBenchServer([]);
   const runtime = await startAipRuntime();
   let connector: HermesConnector | undefined;
+  let claims: RunLedger | undefined;
+  let echo: Awaited<ReturnType<typeof startEchoServer>> | undefined;
   const folder = mkdtempSync(join(tmpdir(), 'hermes-aip-bench-host-'));
   try {
     const host = await launchHost({ runtime, hermes: { url: server.origin, apiKey: BENCH_API_KEY } });
@@ -112,19 +145,29 @@ export async function benchHost(settings: BenchSettings, log: Log): Promise<Sect
     const viaHost = hostCall(runtime, host);
     const pair = signatureWork(runtime, host);
     const hostPid = host.child.pid!;
+    const sample = await runtime.dispatcher.invoke(host.target, runAction('run_status', STATUS_RUN_ID));
+    echo = await startEchoServer(Buffer.byteLength(sample.exchange.text));
+    const wire = wireCall(echo.origin, runtime.dispatcher.prepareAction(host.target, runAction('run_status', STATUS_RUN_ID)).text);
+    claims = createSqliteLedger({ path: join(folder, 'claims.sqlite') });
+    const claim = claimCall(claims);
+    const echoPid = echo.pid;
     log(
       `  ${capability('run_status')}: ${settings.rounds} rounds x ${plan.slices} alternating slices x ${plan.calls} sequential calls per side; ${plan.pairs} Ed25519 pairs per slice`,
     );
-    const measured = await interleave<Slice, 'direct' | 'host' | 'ed25519', Round>(
+    const measured = await interleave<Slice, Side, Round>(
       {
         direct: () => timed(plan.calls, direct, ownCpu),
         host: () => timed(plan.calls, viaHost, () => processCpuMicros(hostPid)),
         ed25519: () => timed(plan.pairs, pair, ownCpu),
+        wire: () => timed(plan.calls, wire, () => processCpuMicros(echoPid)),
+        claim: () => timed(plan.calls, claim, ownCpu),
       },
       { rounds: settings.rounds, warmupRounds: settings.warmupRounds, slices: plan.slices, merge },
     );
-    const cpu = (side: 'direct' | 'host' | 'ed25519') => measured.rounds[side].map((round) => round.cpu_us_per_call);
+    const cpu = (side: Side) => measured.rounds[side].map((round) => round.cpu_us_per_call);
+    const inPairs = (side: Side) => cpu(side).map((value, i) => value / cpu('ed25519')[i]!);
     const addedPairs = cpu('host').map((hostCpu, i) => (hostCpu - cpu('direct')[i]!) / cpu('ed25519')[i]!);
+    const ownPairs = addedPairs.map((added, i) => added - 1 - inPairs('wire')[i]! - inPairs('claim')[i]!);
     const added: Figure = {
       id: 'host.added_cpu_in_signature_pairs',
       label: 'host CPU per action minus invoke() CPU per call, in Ed25519 verify + sign pairs',
@@ -156,12 +199,17 @@ export async function benchHost(settings: BenchSettings, log: Log): Promise<Sect
           cpu('host'),
         ),
         added,
+        pairsFigure('host.wire_floor_in_pairs', 'of which the wire floor: a bare node:http server answering the same bytes, CPU per request', inPairs('wire')),
+        pairsFigure('host.replay_claim_in_pairs', 'of which the durable replay claim alone (one SQLite claimMessage)', inPairs('claim')),
+        pairsFigure('host.own_work_in_pairs', 'of which the rest: decoding, route checks, the answer (added - 1 pair - wire floor - claim)', ownPairs),
       ],
       rounds: measured.records,
       errors: [],
     };
   } finally {
     await connector?.close();
+    await claims?.close();
+    await echo?.close();
     await stopHosts();
     await runtime.close();
     await server.close();

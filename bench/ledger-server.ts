@@ -10,6 +10,7 @@ import { BENCH_API_KEY } from './servers.js';
 
 export interface ForkedServer {
   readonly origin: string;
+  readonly pid: number;
   /** Sends a message to the server process and resolves with its answer. */
   ask<T>(message: Record<string, unknown>): Promise<T>;
   close(): Promise<void>;
@@ -32,6 +33,7 @@ export async function forkServer(file: string, flag: string): Promise<ForkedServ
   const { port } = await next<{ port: number }>();
   return {
     origin: `http://127.0.0.1:${port}`,
+    pid: child.pid!,
     ask<T>(message: Record<string, unknown>) {
       const answer = next<T>();
       child.send(message);

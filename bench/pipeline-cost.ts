@@ -7,8 +7,8 @@
  * scope, the response checks, the receipt, the evidence), measured to a tenth of a microsecond
  * where the loopback figures of section 1 move by several microseconds from round to round.
  *
- * It says how far the loopback throughput can get against the `dispatch()` floor: the connector
- * spends this difference on top of the floor's whole client CPU per call.
+ * Target: the connector's CPU per call at most 2.5 times the bare handler's (issue #25), the
+ * measure of the connector's own cost that replaced throughput against the loopback `dispatch()` floor.
  */
 import { Dispatcher } from 'undici';
 import { createHermesConnector } from 'aip-connector-hermes-agent';
@@ -90,6 +90,7 @@ export async function benchPipelineCost(settings: BenchSettings, log: Log): Prom
             label: `run_status CPU per call, concurrency ${CONCURRENCY}, in-memory dispatcher`,
             unit: 'us',
             ratioLabel: 'connector / bare dispatch() handler (user + system CPU of the process)',
+            target: { op: '<=', value: 2.5, judgedOn: 'median' },
           },
           cpu('bare_dispatch'),
           cpu('connector'),

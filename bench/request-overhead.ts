@@ -2,8 +2,10 @@
  * 1. Request overhead: `run_status` through `connector.invoke` against bare `undici.request` +
  * `JSON.parse` of the same response from the same server, sequentially (latency: p50 and p99,
  * each round over at least 10,000 calls per side) and with 64 requests in flight (throughput).
- * Throughput has a second baseline, the honest floor: the Pool's own `dispatch()` with a minimal
- * handler that collects the body and parses it at the end (clients.ts, `bareDispatchStatus`).
+ * Throughput has a second baseline, reported as context without a target: the Pool's own
+ * `dispatch()` with a minimal handler that collects the body and parses it at the end (clients.ts,
+ * `bareDispatchStatus`), a floor that enforces no contract. What the connector itself adds per call
+ * is judged by the pipeline section (pipeline-cost.ts), free of the loopback's noise.
  */
 import { performance } from 'node:perf_hooks';
 import type { Dispatcher, Pool } from 'undici';
@@ -186,7 +188,6 @@ export async function benchRequestOverhead(server: BenchServer, settings: BenchS
           label: `run_status throughput, concurrency ${CONCURRENCY}, vs bare dispatch()`,
           unit: 'req/s',
           ratioLabel: 'connector / bare Pool#dispatch() with a minimal handler',
-          target: { op: '>=', value: 0.95, judgedOn: 'median' },
         },
         con('bare_dispatch', 'req_per_s'),
         con('connector', 'req_per_s'),
@@ -196,7 +197,7 @@ export async function benchRequestOverhead(server: BenchServer, settings: BenchS
           id: 'request.concurrent_throughput',
           label: `run_status throughput, concurrency ${CONCURRENCY}, vs bare request()`,
           unit: 'req/s',
-          target: { op: '>=', value: 0.9, judgedOn: 'median' },
+          target: { op: '>=', value: 1, judgedOn: 'median' },
         },
         con('bare', 'req_per_s'),
         con('connector', 'req_per_s'),

@@ -4,7 +4,7 @@
  * The envelope is the reference `ConnectorHostCallbackDispatcher`'s: `to` = the callback's
  * `connector_callback_recipient`, `security` = `{connector_callback: <the route>}` (never the
  * approval record), signed by the host key. Like the reference `post_secure_callback`, only a
- * 2xx answer counts and redirects are not followed; a timed-out, refused-for-now (429, 5xx) or
+ * 2xx answer counts and redirects are not followed; a timed-out, refused-for-now (408, 425, 429, 5xx) or
  * unreachable delivery is retried with the same bytes a bounded number of times. A chunk that
  * cannot be delivered ends delivery for the action (a later chunk would leave a gap in the
  * sequence), and the final result says so: it is never lost for it.
@@ -127,11 +127,16 @@ export class ChunkDelivery {
       });
       await response.body.dump();
       if (response.statusCode >= 200 && response.statusCode < 300) return { ok: true };
-      return { ok: false, retryable: response.statusCode === 429 || response.statusCode >= 500, reason: `status ${response.statusCode}` };
+      return { ok: false, retryable: temporaryStatus(response.statusCode), reason: `status ${response.statusCode}` };
     } catch (error) {
       return { ok: false, retryable: true, reason: error instanceof Error ? error.name : 'transport failure' };
     }
   }
+}
+
+/** `post_secure_callback`'s classes: a client error is permanent except 408, 425 and 429; anything else may pass. */
+function temporaryStatus(status: number): boolean {
+  return status >= 500 || status === 408 || status === 425 || status === 429;
 }
 
 /**

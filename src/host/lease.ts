@@ -320,7 +320,8 @@ export class LeaseKeeper {
     const { requestId, registration } = this.#pending;
     try {
       const outcome = await this.#options.control.invoke(requestId, { operation: 'register', payload: registration });
-      if (outcome.status !== 'lease') throw new ControlPlaneError('rejected', 'registration answered without a lease');
+      // As the reference's `register_once`: an unexpected outcome is a control-plane error, so the request is kept.
+      if (outcome.status !== 'lease') throw new ControlPlaneError('unavailable', 'registration answered without a lease');
       this.#pending = undefined;
       this.#apply(outcome.lease);
     } catch (error) {

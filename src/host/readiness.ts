@@ -67,12 +67,20 @@ export function createReadiness(options: ReadinessOptions): Readiness {
           status: ready ? 'ready' : 'not_ready',
           lease_valid: status.leaseValid(),
           draining: status.draining,
-          runtime: { durability: 'durable', ready: storage.ready, detail: storage.detail, recovery },
+          runtime: { durability: storeDurability(options.ledger), ready: storage.ready, detail: storage.detail, recovery },
           connector: { ready: connector.ready, detail: connector.detail },
         },
       };
     },
   };
+}
+
+/**
+ * The reference's `RuntimeStoreDurability` (snake_case on the wire): PostgreSQL coordinates the
+ * replicas that share it (`durable_shared`); a SQLite file serves one process (`durable_single_process`).
+ */
+function storeDurability(ledger: RunLedger): 'durable_shared' | 'durable_single_process' {
+  return ledger.kind === 'postgres' ? 'durable_shared' : 'durable_single_process';
 }
 
 /** Every Hermes endpoint answers `GET /health` (no key) with a 2xx status within the deadline. */

@@ -2,21 +2,31 @@ import { randomFillSync } from 'node:crypto';
 
 /** Random bytes for 256 ids, refilled when used up: one CSPRNG call per 256 ids instead of one per id (as crypto.randomUUID does). */
 const pool = Buffer.allocUnsafe(16 * 256);
+/** The pool as hex, 32 digits per id: each id is cut from it rather than encoded on its own. */
+let poolHex = '';
 let offset = pool.length;
+/** The UUID variant digit (binary 10xx) for a random hex digit: its two low bits kept. */
+const VARIANT_DIGIT: string[] = [];
+for (const digit of '0123456789abcdef') VARIANT_DIGIT[digit.charCodeAt(0)] = '89ab'.charAt(Number.parseInt(digit, 16) & 3);
+/** The hex of the last time stamped: ids come many per millisecond. */
+let stampedAt = -1;
+let stampHex = '';
 
 /** An AIP typed id: prefix + 32 hex digits of a UUIDv7 (time-ordered). */
 export function typedId(prefix: 'rcpt_' | 'act_' | 'msg_' | 'corr_', now: number = Date.now()): string {
   if (offset === pool.length) {
     randomFillSync(pool);
+    poolHex = pool.toString('hex');
     offset = 0;
   }
-  // Written in place and encoded from the pool itself: no Buffer view per id.
-  const at = offset;
+  const at = 2 * offset;
   offset += 16;
-  pool.writeUIntBE(now, at, 6);
-  pool[at + 6] = 0x70 | ((pool[at + 6] ?? 0) & 0x0f);
-  pool[at + 8] = 0x80 | ((pool[at + 8] ?? 0) & 0x3f);
-  return prefix + pool.toString('hex', at, at + 16);
+  if (now !== stampedAt) {
+    stampedAt = now;
+    stampHex = now.toString(16).padStart(12, '0');
+  }
+  // 48 bits of time, the version digit 7, 12 random bits, the variant digit (2 random bits), 60 random bits.
+  return `${prefix}${stampHex}7${poolHex.slice(at + 13, at + 16)}${VARIANT_DIGIT[poolHex.charCodeAt(at + 16)]}${poolHex.slice(at + 17, at + 32)}`;
 }
 
 /** In a `u` regexp only unpaired surrogates are code points of category Cs. */

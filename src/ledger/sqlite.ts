@@ -43,15 +43,18 @@ export function openSqliteExecutor(options: SqliteLedgerOptions): SqlExecutor {
   // is undone alone.
   const unitTransaction = db.transaction(runUnit);
   const batchTransaction = db.transaction((units: readonly SqlUnit[]) =>
-    units.map((unit): UnitOutcome => {
-      try {
-        return unitTransaction(unit);
-      } catch (error) {
-        // Some errors (a full disk, I/O) make SQLite roll back the whole transaction: then every unit failed.
-        if (!db.inTransaction) throw error;
-        return asError(error);
-      }
-    }),
+    // A lone unit needs no SAVEPOINT: its failure rolls back a transaction that holds nothing else.
+    units.length === 1
+      ? [runUnit(units[0]!)]
+      : units.map((unit): UnitOutcome => {
+          try {
+            return unitTransaction(unit);
+          } catch (error) {
+            // Some errors (a full disk, I/O) make SQLite roll back the whole transaction: then every unit failed.
+            if (!db.inTransaction) throw error;
+            return asError(error);
+          }
+        }),
   );
 
   const executor: SqlExecutor = {

@@ -1,8 +1,8 @@
 /**
- * The SSE decoder as it was before the part 4 rewrite (issue #17): strict UTF-8 text fed to
- * eventsource-parser, one message object per event. Kept only as the reference of the
- * differential tests (test/transport/sse-differential.test.ts): the decoder in src/ must give the
- * same items, the same faults and the same redaction for any bytes split anywhere.
+ * The SSE decoder as it was before issue #17 part 4 (strict UTF-8 text fed to eventsource-parser,
+ * with its own key watch), its frame byte count now walked byte by byte. Kept only as the
+ * reference of the differential tests (test/transport/sse-differential.test.ts): the decoder in
+ * src/ must give the same items, the same faults and the same redaction for any bytes split anywhere.
  */
 import { createParser, type EventSourceMessage, type EventSourceParser } from 'eventsource-parser';
 import { HermesFailure } from '../../src/failures.js';
@@ -19,8 +19,6 @@ type SseItem = HermesSseEvent | typeof SSE_DONE;
 
 const LF = 0x0a;
 const CR = 0x0d;
-/** Two line terminators in a row end a frame: LF LF, CR CR, or LF CR (which also covers CRLF CRLF). Each is two bytes. */
-const FRAME_ENDS = [Buffer.from('\n\n'), Buffer.from('\r\r'), Buffer.from('\n\r')];
 
 /** The longest JSON escape that can spell one of a key's characters (`\u0073`). */
 const ESCAPE_LENGTH = 6;
@@ -117,53 +115,32 @@ export class ReferenceSseDecoder {
   }
 
   /**
-   * Measures every frame in the chunk, complete or not, against the frame limit. Returns how many
-   * bytes of the chunk come before the first frame that passes it: all of them when none does.
+   * Measures every frame in the chunk, complete or not, against the frame limit, one byte at a time
+   * (the decoder searches for frame ends instead): a frame ends at the second of two line
+   * terminators in a row, CR LF being one terminator; within a chunk a terminator that ended a frame
+   * starts no pair, while the last byte of the previous chunk always can. Returns how many bytes of
+   * the chunk come before the first frame that passes the limit: all of them when none does.
    */
   #trackFrameBytes(buffer: Buffer): number {
     if (buffer.length === 0) return 0;
-    let start = 0;
-    if (endsFrameAcrossChunks(this.#lastByte, buffer[0])) {
-      this.#pendingFrameBytes = 0;
-      start = 1;
-    }
-    this.#lastByte = buffer[buffer.length - 1] ?? -1;
-    if (buffer.length <= this.#limits.maxFrameBytes) {
-      // A frame that starts and ends inside this chunk is no longer than the chunk, so within the
-      // limit: only the frame carried in and the one carried out need measuring. One search per
-      // chunk instead of one per frame.
-      const first = firstFrameEnd(buffer, start);
-      if (first !== -1) {
-        if (this.#tooLarge(this.#pendingFrameBytes + first - start)) return 0;
+    let previous = this.#lastByte;
+    this.#lastByte = buffer[buffer.length - 1] as number;
+    let frameStart = 0;
+    for (let index = 0; index < buffer.length; index++) {
+      const byte = buffer[index] as number;
+      const endsFrame = isTerminator(previous) && isTerminator(byte) && !(previous === CR && byte === LF);
+      if (endsFrame && index === 0) {
+        // The frame ended with the previous chunk's last byte: this one is not counted.
         this.#pendingFrameBytes = 0;
-        start = lastFrameEnd(buffer, first);
-      }
-      return this.#carryOut(buffer, start);
+        frameStart = 1;
+      } else if (endsFrame) {
+        if (this.#pendingFrameBytes + 1 > this.#limits.maxFrameBytes) return frameStart;
+        this.#pendingFrameBytes = 0;
+        frameStart = index + 1;
+      } else this.#pendingFrameBytes++;
+      previous = endsFrame ? -1 : byte;
     }
-    const next = FRAME_ENDS.map((pattern) => buffer.indexOf(pattern, start));
-    for (;;) {
-      let end = Infinity;
-      for (let i = 0; i < FRAME_ENDS.length; i++) {
-        let at = next[i] as number;
-        if (at !== -1 && at < start) next[i] = at = buffer.indexOf(FRAME_ENDS[i] as Buffer, start);
-        if (at !== -1) end = Math.min(end, at + 2);
-      }
-      if (end === Infinity) break;
-      if (this.#tooLarge(this.#pendingFrameBytes + end - start)) return start;
-      this.#pendingFrameBytes = 0;
-      start = end;
-    }
-    return this.#carryOut(buffer, start);
-  }
-
-  /** Carries the unfinished frame from `start` to the next chunk; the chunk's length, or `start` when that frame is already too large. */
-  #carryOut(buffer: Buffer, start: number): number {
-    this.#pendingFrameBytes += buffer.length - start;
-    return this.#tooLarge(this.#pendingFrameBytes) ? start : buffer.length;
-  }
-
-  #tooLarge(frameBytes: number): boolean {
-    return frameBytes > this.#limits.maxFrameBytes;
+    return this.#pendingFrameBytes > this.#limits.maxFrameBytes ? frameStart : buffer.length;
   }
 
   #watchForSecret(text: string): void {
@@ -210,51 +187,6 @@ export class ReferenceSseDecoder {
   #invalid(what: string): HermesFailure {
     return new HermesFailure('invalid_response', `Hermes endpoint \`${this.#endpointId}\` sent ${what}`, { effect: 'known', remoteStatus: 200 });
   }
-}
-
-/** The end (index after its two bytes) of the earliest frame end at or after `from`, or -1. */
-function firstFrameEnd(buffer: Buffer, from: number): number {
-  let end = -1;
-  for (const pattern of FRAME_ENDS) {
-    const at = buffer.indexOf(pattern, from);
-    if (at !== -1 && (end === -1 || at + 2 < end)) end = at + 2;
-  }
-  return end;
-}
-
-/**
- * The end of the last frame end met when searching left to right from `from` (itself a frame
- * end), as #trackFrameBytes' loop would. Frame ends lie inside runs of line terminators, so only
- * the last run that holds one is walked, from its first byte, the way the search meets it.
- */
-function lastFrameEnd(buffer: Buffer, from: number): number {
-  let before = buffer.length;
-  while (before > from) {
-    const at = Math.max(buffer.lastIndexOf(LF, before - 1), buffer.lastIndexOf(CR, before - 1));
-    if (at < from) return from;
-    let runStart = at;
-    while (runStart > from && isTerminator(buffer[runStart - 1])) runStart--;
-    let end = -1;
-    for (let i = runStart; i < at; ) {
-      if (isFrameEnd(buffer[i], buffer[i + 1])) {
-        end = i + 2;
-        i += 2;
-      } else i++;
-    }
-    if (end !== -1) return end;
-    before = runStart;
-  }
-  return from;
-}
-
-/** LF LF, CR CR or LF CR: the pairs FRAME_ENDS lists. */
-function isFrameEnd(first: number | undefined, second: number | undefined): boolean {
-  return (first === LF && (second === LF || second === CR)) || (first === CR && second === CR);
-}
-
-/** A frame end split between chunks: a terminator, then another one (CR then LF is a single CRLF). */
-function endsFrameAcrossChunks(previous: number, first: number | undefined): boolean {
-  return isTerminator(previous) && isTerminator(first) && !(previous === CR && first === LF);
 }
 
 function isTerminator(byte: number | undefined): boolean {

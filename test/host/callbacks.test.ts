@@ -117,6 +117,19 @@ describe('delivered chunks', () => {
     expect(JSON.stringify(resultOf(answer).message ?? [])).not.toContain('not delivered');
   });
 
+  it('a 408 and a 425 are temporary too (post_secure_callback: a client error but 408/425/429 is permanent): sent again, every chunk arrives', async () => {
+    const runId = await finishedRun();
+    const request = streamingRequest(runId);
+    const attemptsBefore = ingress.attempts;
+    ingress.answers.push(408, 425);
+    const answer = await host.post(request.text);
+    expect(answer.status).toBe(200);
+    expect(JSON.stringify(resultOf(answer).message ?? [])).not.toContain('not delivered');
+    const delivered = chunksOf(ingress.received, request.id);
+    expect(delivered.length).toBeGreaterThan(0);
+    expect(ingress.attempts - attemptsBefore).toBe(delivered.length + 2);
+  });
+
   it('a slow ingress holds the reading: while the first chunk is unanswered no second chunk is sent and the action is in flight', async () => {
     const runId = await finishedRun();
     const request = streamingRequest(runId);

@@ -122,6 +122,8 @@ describe('hermes-aip host: its PostgreSQL ledger', { timeout: 60_000 }, () => {
       const folder = tempDir();
       const { base, child, exit } = await launchHost(configPath, { DATABASE_URL_FILE: ownerOnly(folder, 'db.url', `${schema.connectionString}\n`) });
       await waitUntil(async () => (await fetch(`${base}/ready`)).status === 200, 'readiness');
+      // Replicas share a PostgreSQL ledger: the reference's `RuntimeStoreDurability::DurableShared`.
+      expect(((await (await fetch(`${base}/ready`)).json()) as { runtime: object }).runtime).toMatchObject({ durability: 'durable_shared' });
       const tables = await pgAdmin(PG_URL!, `SELECT table_name FROM information_schema.tables WHERE table_schema = '${schema.name}'`);
       expect(tables.length).toBeGreaterThan(0);
       child.kill('SIGTERM');
@@ -141,7 +143,14 @@ describe('hermes-aip host: lifecycle', { timeout: 60_000 }, () => {
     const ready = await fetch(`${base}/ready`);
     const readyBody = (await ready.json()) as Record<string, any>;
     expect(ready.status, JSON.stringify(readyBody)).toBe(200);
-    expect(readyBody).toMatchObject({ status: 'ready', lease_valid: true, draining: false, runtime: { ready: true }, connector: { ready: true } });
+    // `RuntimeStoreDurability` as the reference serialises it (snake_case): a SQLite ledger serves one process.
+    expect(readyBody).toMatchObject({
+      status: 'ready',
+      lease_valid: true,
+      draining: false,
+      runtime: { durability: 'durable_single_process', ready: true },
+      connector: { ready: true },
+    });
     const manifest = (await (await fetch(`${base}/aip/v1/manifest`)).json()) as Record<string, any>;
     expect(manifest.agent).toEqual({
       id: 'agent:hermes_agent:connector',

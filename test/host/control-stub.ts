@@ -1,7 +1,7 @@
 /**
  * A minimal loopback control plane for the lease tests: it verifies each request's signature by the
  * host's DID, records it, and answers as `answer` decides (a signed lease, a signed refusal, garbage,
- * a wrongly signed or unsigned lease, or a dropped connection). The full reference-shaped double is
+ * a wrongly signed or unsigned lease, a signed `offline` outcome whatever was asked, or a dropped connection). The full reference-shaped double is
  * test/helpers/aip-runtime (host-runtime's).
  */
 import { randomBytes } from 'node:crypto';
@@ -11,7 +11,7 @@ import { canonicalJson, parseWire, wireJson } from '../../src/host/wire/json.js'
 import { type SigningKey, signingKeyFromSeed, verifyWithDid } from '../../src/host/wire/keys.js';
 import { rfc3339, timeArray } from '../../src/host/wire/time.js';
 
-export type ControlAnswer = 'grant' | 'reject' | 'unavailable' | 'drop' | 'garbage' | 'wrong-key' | 'unsigned' | 'expired-lease';
+export type ControlAnswer = 'grant' | 'reject' | 'unavailable' | 'drop' | 'garbage' | 'wrong-key' | 'unsigned' | 'expired-lease' | 'offline-outcome';
 
 export interface ControlRecord {
   readonly operation: string;
@@ -70,6 +70,7 @@ export async function startControlStub(hostDid: string): Promise<ControlStub> {
         };
         return send(res, decision === 'reject' ? 403 : 503, signed(key, record.requestId, outcome));
       }
+      if (decision === 'offline-outcome') return send(res, 200, signed(key, record.requestId, { status: 'offline' }));
       const previous = granted.get(record.requestId);
       const now = Date.now();
       const grantedSequence = previous ?? ++sequence;

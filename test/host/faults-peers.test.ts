@@ -11,6 +11,7 @@ import { replicaId } from '../helpers/aip-runtime/deployment.js';
 import {
   closeDeployments,
   getJson,
+  HERMES_KEY,
   hermesOf,
   runAction,
   runStartAction,
@@ -22,6 +23,7 @@ import type { StreamChunk } from '../helpers/aip-runtime/callback-ingress.js';
 import { expectSignedError, expectSignedResult, startRunThroughHost } from '../helpers/aip-runtime/expectations.js';
 import { launchHost } from '../helpers/aip-runtime/launcher.js';
 import { createPgSchemaOn } from '../helpers/pg-schema.js';
+import { waitUntil } from './host-process.js';
 
 const HEARTBEAT_MS = 500;
 const LEASE_TTL_MS = 2_000;
@@ -121,6 +123,52 @@ describe('a faulty callback target', () => {
     expectContiguousTail(ingress.accepted(action.id));
     await expectAlive(deployment);
   });
+
+  it('a runtime that stopped waiting for the POST refuses the chunks that follow (ingest_assigned_connector_stream_chunk): the host stops delivering at the first refusal, finishes the run and survives', async () => {
+    const script = [
+      { type: 'delta', text: 'before ' },
+      { type: 'approval', command: 'rm -rf ./gave-up' },
+      { type: 'tool', tool: 'terminal' },
+      { type: 'delta', text: 'after' },
+      { type: 'complete', output: 'done' },
+    ];
+    const runId = await startRunThroughHost(deployment, { input: 'stream', sim_script: script });
+    const { ingress } = deployment.runtime;
+    const action = streamAction(runId);
+    const gaveUp = new AbortController();
+    const pending = deployment.runtime.dispatcher.invoke(deployment.host.target, action, { signal: gaveUp.signal, retryBudget: 0 });
+    await ingress.waitFor(
+      (record) => record.accepted && record.chunk?.action_id === action.id && record.chunk.kind === 'pending_approval',
+      'the approval chunk',
+    );
+    gaveUp.abort();
+    expect((await pending).exchange.status).toBe(0);
+    await answerApproval(runId);
+    const finished = () =>
+      deployment.host.stderr().includes('stream chunks not delivered to the callback target') ||
+      ingress.accepted(action.id).some((chunk) => chunk.kind === 'done');
+    await waitUntil(finished, 'the host to finish the run');
+    const records = ingress.records.filter((record) => record.chunk?.action_id === action.id);
+    const refused = records.filter((record) => !record.accepted);
+    expect(refused.map((record) => record.status)).toEqual([401]);
+    expect(refused[0]!.problems.join('; ')).toMatch(/no central execution/);
+    expect(records.at(-1)).toBe(refused[0]);
+    expectContiguousFromZero(ingress.accepted(action.id));
+    await expectAlive(deployment);
+  });
+
+  async function answerApproval(runId: string): Promise<void> {
+    const answer = await fetch(`${deployment.simulator.url}/v1/runs/${runId}/approval`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${HERMES_KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ choice: 'once' }),
+    });
+    expect(answer.status).toBe(200);
+  }
+
+  function expectContiguousFromZero(chunks: StreamChunk[]): void {
+    expect(chunks.map((chunk) => chunk.sequence)).toEqual(Array.from({ length: chunks.length }, (_, i) => i));
+  }
 
   it(
     'down: the final result is still answered and the host survives',

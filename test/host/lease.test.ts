@@ -174,6 +174,17 @@ describe('heartbeats', () => {
     expect(new Set(registers.map((record) => JSON.stringify(record.payload))).size).toBe(1);
   });
 
+  it('resends the same registration after an answer with another outcome than a lease (the reference: a control-plane error, not a refusal)', async () => {
+    const { stub, status, keeper } = await rig();
+    stub.answer = (record) => (record.operation === 'register' && ofOperation(stub, 'register').length <= 2 ? 'offline-outcome' : 'grant');
+    expect(await keeper.register()).toBe(false);
+    keeper.start();
+    await waitUntil(() => status.leaseValid(), 'the lease');
+    const registers = ofOperation(stub, 'register');
+    expect(registers.length).toBeGreaterThanOrEqual(3);
+    expect(new Set(registers.map((record) => record.requestId)).size).toBe(1);
+  });
+
   it('does not re-register while the connector is not ready, and does once it is', async () => {
     const { stub, status, keeper, ready } = await rig({ leaseTtlMs: 400 });
     await keeper.register();

@@ -7,8 +7,9 @@ import { ReferenceSseDecoder } from '../helpers/reference-sse-decoder.js';
 import { splitAt } from '../helpers/split.js';
 
 /**
- * The decoder (its own line splitter, no message object per event) against the reference it
- * replaced (strict UTF-8 text fed to eventsource-parser): for any bytes, split anywhere, with or
+ * The decoder against the reference, an independent write of the layer around eventsource-parser
+ * (a frame byte count walked byte by byte where the decoder searches, its own CR handling, key
+ * watch and event checks, as they were before issue #17): for any bytes, split anywhere, with or
  * without a key to redact and under any limits, every push gives the same items, the same throw
  * and the same `failure`, and the end of the stream the same held-back events. The reference
  * predates the hold-back of a key split across deltas, so its events go through a SplitKeyGuard
@@ -77,8 +78,8 @@ function isDoneLike(item: unknown): boolean {
 }
 
 function expectSame(buffer: Uint8Array, cuts: number[], limits: SseDecoderLimits, secret: string | undefined): void {
-  // Empty chunks are left out: the reference forgot a CR that ended one read when an empty read
-  // followed (a CRLF split by an empty read became two line ends); the decoder does not (below).
+  // Empty chunks are left out: the reference forgets a CR that ended one read when an empty read
+  // follows (a CRLF split by an empty read becomes two line ends); the decoder does not (below).
   const chunks = splitAt(buffer, cuts).filter((chunk) => chunk.length > 0);
   const ours = run(new SseDecoder(limits, 'ep1', secret), chunks);
   const reference = run(new GuardedReference(limits, secret), chunks);

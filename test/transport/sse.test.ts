@@ -201,6 +201,12 @@ describe('frames and fields', () => {
     ]);
   });
 
+  it('drops a byte order mark at the start, but not the characters "ï»¿" (eventsource-parser drops those from its first feed)', () => {
+    expect(decodeWhole(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), bytes('data: {"event": "a"}\n\n')]))).toStrictEqual([event('a', { event: 'a' })]);
+    // "ï»¿data" is a field of another name, ignored: no event.
+    expect(decodeWhole(bytes('ï»¿data: {"event": "a"}\n\ndata: {"event": "b"}\n\n'))).toStrictEqual([event('b', { event: 'b' })]);
+  });
+
   it('does not yield a frame until its blank line arrives', () => {
     const d = decoder();
     expect(d.push(bytes('data: {"event": "a"}\n'))).toEqual([]);

@@ -55,7 +55,13 @@ export function signEnvelope(envelope: Envelope, key: SigningKey, signer: Princi
   const unsigned = typed.tree as Record<string, unknown> & { security: Record<string, unknown> };
   const signed = { ...unsigned, security: { ...unsigned.security, signature: key.sign(canonicalJson(unsigned)) } };
   const text = wireJson(signed);
-  return { envelope: JSON.parse(text) as Envelope, text };
+  // Parsed only when asked for: the host sends the text and never reads its own answer back.
+  return {
+    text,
+    get envelope() {
+      return JSON.parse(text) as Envelope;
+    },
+  };
 }
 
 /**

@@ -19,6 +19,8 @@ const I64_MIN = -(1n << 63n);
  * (exact digits); anything else is an f64, written by ryu (`serdeFloat`). Non-finite numbers serialise as null.
  */
 export function serdeNumber(n: number): string {
+  // Below 2^53 String() writes the exact digits (and "0" for -0, as BigInt does); beyond it only BigInt does.
+  if (Number.isSafeInteger(n)) return String(n);
   if (!Number.isFinite(n)) return 'null';
   if (Number.isInteger(n) && n >= -(2 ** 63) && n < 2 ** 64) return BigInt(n).toString();
   return serdeFloat(n);
@@ -96,11 +98,15 @@ export function compareCodePoints(a: string, b: string): number {
   return a.length - b.length;
 }
 
-type KeyOrder = (keys: string[]) => string[];
-const sortedKeys: KeyOrder = (keys) => keys.sort(compareCodePoints);
-const insertionOrder: KeyOrder = (keys) => keys;
+/** Sorts keys by code point: the built-in UTF-16 sort, which agrees unless a key holds a unit from U+D800 up. */
+function sortByCodePoint(keys: string[]): string[] {
+  keys.sort();
+  return keys.some((key) => BEYOND_SURROGATE_START.test(key)) ? keys.sort(compareCodePoints) : keys;
+}
+const BEYOND_SURROGATE_START = /[\uD800-\uFFFF]/;
 
-function serialise(value: unknown, order: KeyOrder): string | undefined {
+// Strings built by concatenation (V8 ropes) rather than arrays joined: the host serialises every envelope twice.
+function serialise(value: unknown, sorted: boolean): string | undefined {
   switch (typeof value) {
     case 'string':
       return serdeString(value);
@@ -113,30 +119,42 @@ function serialise(value: unknown, order: KeyOrder): string | undefined {
     case 'object':
       if (value === null) return 'null';
       if (value instanceof NumberLexeme) return serdeLexeme(value.lexeme);
-      if (Array.isArray(value)) return `[${value.map((item) => serialise(item, order) ?? 'null').join(',')}]`;
-      return serialiseObject(value as Record<string, unknown>, order);
+      if (Array.isArray(value)) return serialiseArray(value, sorted);
+      return serialiseObject(value as Record<string, unknown>, sorted);
     default:
       return undefined;
   }
 }
 
-function serialiseObject(object: Record<string, unknown>, order: KeyOrder): string {
-  const members: string[] = [];
-  for (const key of order(Object.keys(object))) {
-    const item = serialise(object[key], order);
-    if (item !== undefined) members.push(`${serdeString(key)}:${item}`);
+function serialiseArray(items: readonly unknown[], sorted: boolean): string {
+  let text = '[';
+  for (let i = 0; i < items.length; i++) {
+    if (i > 0) text += ',';
+    text += serialise(items[i], sorted) ?? 'null';
   }
-  return `{${members.join(',')}}`;
+  return `${text}]`;
+}
+
+function serialiseObject(object: Record<string, unknown>, sorted: boolean): string {
+  const keys = Object.keys(object);
+  let text = '{';
+  for (const key of sorted ? sortByCodePoint(keys) : keys) {
+    const item = serialise(object[key], sorted);
+    if (item === undefined) continue;
+    if (text.length > 1) text += ',';
+    text += `${serdeString(key)}:${item}`;
+  }
+  return `${text}}`;
 }
 
 /** The canonical form signatures cover: keys sorted by code point at every depth, compact, serde escaping and numbers; undefined skipped. */
 export function canonicalJson(value: unknown): string {
-  return serialise(value, sortedKeys) ?? 'null';
+  return serialise(value, true) ?? 'null';
 }
 
 /** What we send: compact, insertion order, serde escaping and numbers (a fixed point of a serde re-serialisation when the order is Rust's). */
 export function wireJson(value: unknown): string {
-  return serialise(value, insertionOrder) ?? 'null';
+  return serialise(value, false) ?? 'null';
 }
 
 /** serde_json's default recursion limit: 128 levels of arrays/objects fail, 127 parse. */

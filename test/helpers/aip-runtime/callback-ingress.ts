@@ -3,7 +3,9 @@
  * `stream_chunk` a host posts is checked as `ConnectorEventIngress::handle_stream_callback`
  * does (recipient, host signature, the route as a `deny_unknown_fields` struct in streaming
  * mode, chunk action id, sent_at ±5 min, ≤ 256 KiB, the route equal to the durable
- * assignment, the sender equal to the replica), then answered with a signed `event_stream`
+ * assignment, the sender equal to the replica; then, as the runtime's
+ * `ingest_assigned_connector_stream_chunk`, a central execution of the action still waiting for
+ * its POST), then answered with a signed `event_stream`
  * envelope. Switchable to slow, refusing (503 `connector_event.unavailable`) or down. Records
  * every delivery in arrival order.
  */
@@ -62,6 +64,8 @@ export interface CallbackIngress {
   trustHost(host: HostIdentity): void;
   /** The durable route assignment of a streaming action (the dispatcher records it before sending). */
   assign(route: ConnectorRoute): void;
+  /** A central execution of the action starts or stops waiting for its POST: chunks are accepted only in between. */
+  executing(actionId: string, waiting: boolean): void;
   /** Accepted chunks of one action, in arrival order. */
   accepted(actionId: string): StreamChunk[];
   waitFor(match: (record: ChunkRecord) => boolean, what: string, timeoutMs?: number): Promise<ChunkRecord>;
@@ -70,7 +74,8 @@ export interface CallbackIngress {
 
 type Refusal = { status: number; code: string; category: string; retryable: boolean; message: string };
 
-const notAuthorized = (message: string): Refusal => ({ status: 403, code: 'connector_event.not_authorized', category: 'auth', retryable: false, message });
+/** Statuses by category as `status_for_error` (crates/aip-transport-http) maps them: auth 401, permanent 400, temporary 503. */
+const notAuthorized = (message: string): Refusal => ({ status: 401, code: 'connector_event.not_authorized', category: 'auth', retryable: false, message });
 const invalid = (message: string): Refusal => ({ status: 400, code: 'connector_event.invalid', category: 'permanent', retryable: false, message });
 
 function routeProblems(route: unknown, assignment: ConnectorRoute | undefined): string[] {
@@ -93,6 +98,8 @@ function routeProblems(route: unknown, assignment: ConnectorRoute | undefined): 
 export async function startCallbackIngress(central: Party, now: () => number = Date.now): Promise<CallbackIngress> {
   const records: ChunkRecord[] = [];
   const assignments = new Map<string, ConnectorRoute>();
+  /** Central executions waiting for their POST, by action id (a count: a retry may overlap). */
+  const waiting = new Map<string, number>();
   const hosts = new Map<string, HostIdentity>();
   const changes = new EventEmitter();
   const state = { mode: 'accept' as IngressMode, slowMs: 200 };
@@ -137,7 +144,10 @@ export async function startCallbackIngress(central: Party, now: () => number = D
     add(Buffer.byteLength(wireJson(chunk)) <= CHUNK_LIMIT ? undefined : 'the chunk is over 256 KiB');
     if (entry.problems.length > 0) return invalid(entry.problems.join('; '));
     add(principalProblem('from', envelope.from, host!.principal, ['id', 'kind', 'did', 'trust_domain']));
-    return entry.problems.length > 0 ? notAuthorized(entry.problems.join('; ')) : undefined;
+    if (entry.problems.length > 0) return notAuthorized(entry.problems.join('; '));
+    // The runtime's own refusal (`RuntimeError::Authorization` through `runtime_error_to_protocol`).
+    add(waiting.has(String(chunk?.action_id)) ? undefined : `no central execution of action ${JSON.stringify(chunk?.action_id)} is waiting for it`);
+    return entry.problems.length > 0 ? { ...notAuthorized(entry.problems.join('; ')), code: 'auth.not_authorized' } : undefined;
   };
 
   const handle = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
@@ -186,6 +196,11 @@ export async function startCallbackIngress(central: Party, now: () => number = D
     records,
     trustHost: (host) => void hosts.set(host.replicaId, host),
     assign: (route) => void assignments.set(route.action_id, route),
+    executing: (actionId, isWaiting) => {
+      const count = (waiting.get(actionId) ?? 0) + (isWaiting ? 1 : -1);
+      if (count > 0) waiting.set(actionId, count);
+      else waiting.delete(actionId);
+    },
     accepted: (actionId) => records.filter((entry) => entry.accepted && entry.chunk?.action_id === actionId).map((entry) => entry.chunk!),
     waitFor: (match, what, timeoutMs = 30_000) =>
       waitUntil(

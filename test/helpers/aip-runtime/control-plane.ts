@@ -95,12 +95,20 @@ function verificationProblems(request: NonNullable<ControlRecord['request']>, si
   return problems;
 }
 
+/** The replica a command is about (`ConnectorHostControlCommand::replica_id`). */
+function replicaOf(command: { operation: Operation; payload: Record<string, any> }): string {
+  return String(command.operation === 'register' ? command.payload['replica']?.['id'] : command.payload['replica_id']);
+}
+
 export async function startControlPlane(options: ControlPlaneOptions): Promise<ControlPlane> {
   const key = options.key ?? freshKey();
   const now = options.now ?? Date.now;
   const records: ControlRecord[] = [];
   const leases = new Map<string, ReplicaLease>();
-  const granted = new Map<string, { digest: string; status: number; text: string }>();
+  /** Every request id that passed verification: the reference claims it in its replay store before acting. */
+  const claimed = new Set<string>();
+  /** Each replica's last committed request (`last_control_request_id` / `_digest`). */
+  const committed = new Map<string, { requestId: string; digest: string }>();
   const changes = new EventEmitter();
   const state = { mode: 'grant' as ControlMode };
 
@@ -118,7 +126,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
 
   /** The sequence rules of §4: fence on previous_sequence, re-registration only after offline or expiry. */
   const apply = (operation: Operation, payload: Record<string, any>, at: number): Outcome => {
-    const replicaId = String(operation === 'register' ? payload['replica']?.['id'] : payload['replica_id']);
+    const replicaId = replicaOf({ operation, payload });
     const current = leases.get(replicaId);
     if (operation === 'register') {
       if (current && current.status !== 'offline' && current.expiresAt > at)
@@ -155,24 +163,28 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
       const fake = leaseOutcome({ sequence: 0, expiresAt: at + options.leaseTtlMs, status: 'ready' }).outcome;
       return { status: 200, text: signedResponse(request.request_id, fake, false) };
     }
+    const answer = (outcome: Outcome): Answer => ({ ...outcome, text: signedResponse(request.request_id, outcome.outcome) });
+    if (problems.length > 0) return answer(rejected('connector_control.rejected', `control request refused: ${problems.join('; ')}`));
+    // `process_connector_host_control`: the id is claimed before anything is decided, so a repeat is
+    // answered only when it is the replica's last committed request (the lease as it stands now);
+    // any other repeat, a refused or failed one included, was consumed.
     const digest = canonicalJson(request);
-    const known = granted.get(request.request_id);
-    const refusal =
-      state.mode === 'refuse'
-        ? rejected('connector_control.rejected', 'connector-host admission refused by the control plane')
-        : state.mode === 'unavailable'
-          ? rejected('connector_control.unavailable', 'connector control plane unavailable')
-          : problems.length > 0
-            ? rejected('connector_control.rejected', `control request refused: ${problems.join('; ')}`)
-            : known && known.digest !== digest
-              ? rejected('connector_control.rejected', `request_id ${request.request_id} was already used for another request`)
-              : undefined;
-    if (refusal) return { ...refusal, text: signedResponse(request.request_id, refusal.outcome) };
-    if (known) return { status: known.status, text: known.text, outcome: JSON.parse(known.text).response?.outcome };
+    const replicaId = replicaOf(request.command);
+    const repeat = claimed.has(request.request_id);
+    claimed.add(request.request_id);
+    if (repeat) {
+      const last = committed.get(replicaId);
+      const current = leases.get(replicaId);
+      if (last?.requestId !== request.request_id || last.digest !== digest || !current) {
+        return answer(rejected('connector_control.rejected', `request_id ${request.request_id} was already consumed by another lifecycle state`));
+      }
+      return answer(request.command.operation === 'offline' ? { status: 200, outcome: { status: 'offline' } } : leaseOutcome(current));
+    }
+    if (state.mode === 'refuse') return answer(rejected('connector_control.rejected', 'connector-host admission refused by the control plane'));
+    if (state.mode === 'unavailable') return answer(rejected('connector_control.unavailable', 'connector control plane unavailable'));
     const applied = apply(request.command.operation, request.command.payload, at);
-    const text = signedResponse(request.request_id, applied.outcome);
-    if (applied.status === 200) granted.set(request.request_id, { digest, status: applied.status, text });
-    return { ...applied, text };
+    if (applied.status === 200) committed.set(replicaId, { requestId: request.request_id, digest });
+    return answer(applied);
   };
 
   const answerDecoded = (entry: ControlRecord, signature: unknown, response: ServerResponse, at: number): void => {

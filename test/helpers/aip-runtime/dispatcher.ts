@@ -228,7 +228,19 @@ export function createDispatcher(gateway: Party, ingress: CallbackIngress, now: 
     return seal(target, body, route, (id) => id, options);
   };
 
-  const send: Dispatcher['send'] = async (prepared, { timeoutMs = REQUEST_TIMEOUT_MS, retryBudget = RETRY_BUDGET, signal } = {}) => {
+  /** As the central runtime, which holds a streaming action as executing only while it waits for the POST. */
+  const send: Dispatcher['send'] = async (prepared, options = {}) => {
+    const streaming = (prepared.envelope.body as { action?: { id: string; mode?: string } }).action;
+    if (streaming?.mode !== 'streaming') return post(prepared, options);
+    ingress.executing(streaming.id, true);
+    try {
+      return await post(prepared, options);
+    } finally {
+      ingress.executing(streaming.id, false);
+    }
+  };
+
+  const post: Dispatcher['send'] = async (prepared, { timeoutMs = REQUEST_TIMEOUT_MS, retryBudget = RETRY_BUDGET, signal } = {}) => {
     for (let attempt = 0; ; attempt++) {
       let response: Awaited<ReturnType<typeof request>>;
       try {

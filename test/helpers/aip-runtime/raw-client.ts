@@ -1,8 +1,10 @@
 /**
  * Hostile clients on raw sockets: a request whose declared body is never (or slowly) sent,
- * a chunked body of any size, many connections at once, and the host child's resident memory.
+ * a chunked body of any size, many connections at once, and the host child's resident memory
+ * and open sockets.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { request as httpRequest, Agent } from 'node:http';
 import { connect, type Socket } from 'node:net';
 
@@ -86,4 +88,56 @@ export function residentBytes(pid: number): number {
   const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   if (!match) throw new Error(`no VmRSS for process ${pid}`);
   return Number(match[1]) * 1024;
+}
+
+/** One POST on a connection of its own (no pool); status 0 and no text when no answer arrived. */
+export function postOnOwnConnection(url: string, headers: Record<string, string>, body: string): Promise<{ status: number; text: string }> {
+  return new Promise((resolve) => {
+    const request = httpRequest(url, { method: 'POST', headers, agent: false }, (response) => {
+      const parts: Buffer[] = [];
+      response.on('data', (part: Buffer) => parts.push(part));
+      response.on('end', () => resolve({ status: response.statusCode ?? 0, text: Buffer.concat(parts).toString('utf8') }));
+      response.on('error', () => resolve({ status: 0, text: '' }));
+    });
+    request.on('error', () => resolve({ status: 0, text: '' }));
+    request.end(body);
+  });
+}
+
+/** A request whose body arrives in `pieces` parts `gapMs` apart; resolves with the status line's code (0 when none came). */
+export async function trickledBody(port: number, path: string, body: string, pieces: number, gapMs: number): Promise<number> {
+  const socket = connect(port, '127.0.0.1');
+  socket.on('error', () => {});
+  let answer = '';
+  const answered = new Promise<number>((resolve) => {
+    socket.on('data', (data) => {
+      answer += data.toString('latin1');
+      const code = /^HTTP\/1\.1 (\d{3}) /.exec(answer);
+      if (code) resolve(Number(code[1]));
+    });
+    socket.on('close', () => resolve(0));
+  });
+  const bytes = Buffer.from(body, 'utf8');
+  socket.write(
+    `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nContent-Length: ${bytes.length}\r\nConnection: close\r\n\r\n`,
+  );
+  const size = Math.ceil(bytes.length / pieces);
+  for (let offset = 0; offset < bytes.length; offset += size) {
+    await sleep(gapMs);
+    socket.write(bytes.subarray(offset, offset + size));
+  }
+  const status = await answered;
+  socket.destroy();
+  return status;
+}
+
+/** Open sockets of a process: its file descriptors that are sockets (Linux). */
+export function openSockets(pid: number): number {
+  return readdirSync(`/proc/${pid}/fd`).filter((fd) => {
+    try {
+      return readlinkSync(`/proc/${pid}/fd/${fd}`).startsWith('socket:');
+    } catch {
+      return false;
+    }
+  }).length;
 }

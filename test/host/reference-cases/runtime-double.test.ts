@@ -91,6 +91,28 @@ describe('the control plane double', () => {
     expect(messages[1]).toContain('lost its lease-sequence fence');
   });
 
+  it('consumes every verified request id (process_connector_host_control): one refused or failed once is refused again; only the last committed one is answered again', async () => {
+    const control = await controlPlane();
+    const register = vector('control.request.register');
+    const signer = signingKeyFromSeed(Buffer.from(register.signer_seed_hex, 'hex'));
+    const withFreshId = (document: Record<string, any>) => {
+      const request = { ...document['request'], request_id: hexId('msg_') };
+      return JSON.stringify({ request, signature: signer.sign(canonicalJson(request)) });
+    };
+    control.mode = 'unavailable';
+    const failed = withFreshId(register.document);
+    expect((await post(control, failed)).status).toBe(503);
+    control.mode = 'grant';
+    const again = await post(control, failed);
+    expect(again.status).toBe(403);
+    expect(((await again.json()) as any).response.outcome.message).toContain('already consumed');
+    const granted = withFreshId(register.document);
+    expect((await post(control, granted)).status).toBe(200);
+    expect((await post(control, granted)).status).toBe(200);
+    expect((await post(control, JSON.stringify(vector('control.request.heartbeat').document))).status).toBe(200);
+    expect((await post(control, granted)).status).toBe(403);
+  });
+
   it('refuses a bad signature, an unknown signer and a stale request (403) and what does not decode (415, 413, 400, 422)', async () => {
     const control = await controlPlane();
     const register = vector('control.request.register').document;
@@ -206,6 +228,7 @@ describe('the callback ingress double', () => {
       mode: 'streaming',
     });
     ingress.assign(route);
+    ingress.executing(route.action_id, true);
     return route;
   }
 
@@ -239,5 +262,15 @@ describe('the callback ingress double', () => {
     expect(ingress.accepted(route.action_id)).toEqual([chunk]);
     expect(ingress.records.slice(1).map((record) => record.problems.length > 0)).toEqual([true, true, true]);
     expect(canonicalJson(ingress.records[0]!.chunk)).toBe(canonicalJson(chunk));
+  });
+
+  it('refuses a chunk once no central execution waits for the action (ingest_assigned_connector_stream_chunk), 401', async () => {
+    const route = await withRoute();
+    const chunk = { action_id: route.action_id, sequence: 0, kind: 'data', data: { n: 1 } };
+    ingress.executing(route.action_id, false);
+    const refused = await deliver(chunkText(route, chunk));
+    expect(refused.status).toBe(401);
+    expect(((await refused.json()) as any).body.error.error).toMatchObject({ code: 'auth.not_authorized', category: 'auth', retryable: false });
+    expect(ingress.accepted(route.action_id)).toEqual([]);
   });
 });
