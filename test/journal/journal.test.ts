@@ -150,6 +150,19 @@ describe.each(DURABLE_BACKENDS)('run journal on $name', (backend) => {
     expect(names(kept).length).toBeLessThan(simulatedNames(big.h, bigRun).length);
   });
 
+  it('past the total size limit, new runs are not journaled beyond it: truncated, max_total_bytes', async () => {
+    const { h } = await journaled({ maxTotalBytes: 1024, leaseMs: 100 });
+    const big = [1, 2].map(() => ({ type: 'delta', text: 'x'.repeat(800) }));
+    const first = await h.startRun({ input: 'fill', sim_script: [...big, { type: 'complete' }] });
+    expect(output(await readEvents(h, first)).journal?.state).toBe('complete');
+    // The total is re-read by each sweep (every leaseMs): a run started after one has seen it is refused.
+    const refused = await eventuallyResult(
+      async () => readEvents(h, await h.startRun({ input: 'more', sim_script: slowScript(0) })),
+      (result) => output(result).journal?.state === 'truncated',
+    );
+    expect(output(refused).journal).toMatchObject({ state: 'truncated', close_reason: 'max_total_bytes', last_sequence: 0 });
+  });
+
   it('a closed journal is purged once its retention has passed', async () => {
     let offset = 0;
     const store = await backend.create();
