@@ -34,6 +34,7 @@ export class AppendWriter {
   #buffer: JournalEntry[] = [];
   #bufferBytes = 0;
   #bufferSeq: number | null = null;
+  #committed: { next: number; bytes: number };
   #writing: Promise<void> | undefined;
   #stopped: WriterStop | undefined;
   #drainWaiters: Array<() => void> = [];
@@ -42,19 +43,21 @@ export class AppendWriter {
     this.#options = options;
     this.#next = options.nextSequence;
     this.#bytes = options.bytes;
+    this.#committed = { next: options.nextSequence, bytes: options.bytes };
   }
 
   get stopped(): WriterStop | undefined {
     return this.#stopped;
   }
 
-  /** The sequence the next event gets. */
+  /** The sequence after the last event committed to the journal (events taken but not written do not count). */
   get nextSequence(): number {
-    return this.#next;
+    return this.#committed.next;
   }
 
+  /** Bytes of the journal's committed events. */
   get bytes(): number {
-    return this.#bytes;
+    return this.#committed.bytes;
   }
 
   push(event: HermesSseEvent): Promise<void> | undefined {
@@ -99,7 +102,9 @@ export class AppendWriter {
       this.#releaseWaiters();
       const { store, key, owner } = this.#options;
       try {
-        if (!(await store.append(key, owner, append))) this.#stop('lease_lost');
+        if (await store.append(key, owner, append)) {
+          this.#committed = { next: (entries[entries.length - 1] as JournalEntry).sequence + 1, bytes: this.#committed.bytes + append.bytes };
+        } else this.#stop('lease_lost');
       } catch {
         this.#stop('ledger_failed');
       }

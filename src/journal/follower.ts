@@ -51,6 +51,8 @@ export class RunJournal {
   readonly #deps: RunJournalDeps;
   readonly #queues = new Map<string, { active: number; waiting: Held[] }>();
   readonly #following = new Set<Promise<void>>();
+  /** Closing writes the ledger failed, by journal: tried again at each renewal. */
+  readonly #unfinished = new Map<string, () => Promise<void>>();
   #timers: NodeJS.Timeout[] = [];
   #totalBytes = 0;
   #closed = false;
@@ -125,7 +127,8 @@ export class RunJournal {
     // A follower that died may have read events it never appended: only Hermes' numbering can get them back.
     if (takenOver && position.seq === null) await this.#recordLoss(key, lost, position.next - 1, 'follower_lost: Hermes does not number its events');
     for (let read = 1; read <= MAX_READS_PER_RUN; read++) {
-      if (this.#totalBytes >= this.#deps.options.maxTotalBytes) return this.#close(key, 'truncated', 'max_total_bytes');
+      if (this.#totalBytes >= this.#deps.options.maxTotalBytes)
+        return this.#end(key, lost, position.next - 1, { state: 'truncated', reason: 'max_total_bytes' });
       const outcome = await this.#readOnce(key, position);
       position = outcome.position;
       const close = this.#closeFor(outcome.result, outcome.stop);
@@ -147,9 +150,27 @@ export class RunJournal {
    * says so in its state and reason.)
    */
   async #end(key: JournalKey, lost: EventsLost[], lastSequence: number, close: Omit<JournalClose, 'now'>): Promise<void> {
-    if (close.state === 'reconciled') await this.#recordLoss(key, lost, lastSequence, 'stream ended without its terminal event');
-    if (close.state === 'abandoned') await this.#recordLoss(key, lost, lastSequence, close.reason);
-    await this.#close(key, close.state, close.reason);
+    const gap = close.state === 'reconciled' ? 'stream ended without its terminal event' : close.state === 'abandoned' ? close.reason : undefined;
+    if (gap !== undefined) lost.push({ after_sequence: lastSequence, reason: gap });
+    const { store, now } = this.#deps;
+    await this.#finish(JSON.stringify([key.tenant_id, key.endpoint_id, key.run_id]), async () => {
+      if (gap !== undefined) await store.recordLoss(key, this.owner, lost);
+      await store.close(key, this.owner, { ...close, now: now() });
+    });
+  }
+
+  /**
+   * Runs a journal's closing writes; if the ledger fails them, they are tried again at every lease
+   * renewal, so a journal whose follower is done never stays held (and renewed) as following.
+   */
+  async #finish(journal: string, finish: () => Promise<void>): Promise<void> {
+    try {
+      await finish();
+      this.#unfinished.delete(journal);
+    } catch (error) {
+      this.#logFailure(error, 'close');
+      this.#unfinished.set(journal, finish);
+    }
   }
 
   /** One run_events read, appending every event it publishes. */
@@ -213,12 +234,9 @@ export class RunJournal {
     await this.#deps.store.recordLoss(key, this.owner, lost).catch((error: unknown) => this.#logFailure(error, 'record lost events'));
   }
 
-  async #close(key: JournalKey, state: JournalClose['state'], reason: string): Promise<void> {
-    await this.#deps.store.close(key, this.owner, { state, reason, now: this.#deps.now() }).catch((error: unknown) => this.#logFailure(error, 'close'));
-  }
-
   async #renew(): Promise<void> {
     const { store, options, now } = this.#deps;
+    for (const [journal, finish] of [...this.#unfinished]) await this.#finish(journal, finish);
     await store.renewOwned(this.owner, now() + options.leaseMs).catch((error: unknown) => this.#logFailure(error, 'renew leases'));
   }
 
