@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { AipActionResult, AipStreamChunk, HermesSseEvent, RunEventsOutput } from '../contract/aip.js';
-import { TERMINAL_STATUSES } from '../contract/hermes-vocabulary.js';
+import { TERMINAL_EVENTS, TERMINAL_STATUSES } from '../contract/hermes-vocabulary.js';
 import { errorName } from '../internal/logger.js';
 import { AppendWriter, type WriterStop } from './append-writer.js';
 import type { EventsLost, JournalClose, JournalKey, JournalRecord, JournalStore, ResolvedJournalOptions } from './types.js';
@@ -124,6 +124,9 @@ export class RunJournal {
     const key: JournalKey = { tenant_id: record.tenant_id, endpoint_id: record.endpoint_id, run_id: record.run_id };
     const lost = [...record.events_lost];
     let position = { next: record.next_sequence, bytes: record.bytes, seq: record.last_hermes_seq };
+    if (takenOver && (await this.#endsWithTerminal(key, position.next - 1))) {
+      return this.#end(key, lost, position.next - 1, { state: 'complete', reason: 'terminal event journaled before the takeover' });
+    }
     // A follower that died may have read events it never appended: only Hermes' numbering can get them back.
     if (takenOver && position.seq === null) await this.#recordLoss(key, lost, position.next - 1, 'follower_lost: Hermes does not number its events');
     for (let read = 1; read <= MAX_READS_PER_RUN; read++) {
@@ -142,6 +145,14 @@ export class RunJournal {
       }
     }
     return this.#end(key, lost, position.next - 1, { state: 'abandoned', reason: `stream_incomplete after ${MAX_READS_PER_RUN} reads` });
+  }
+
+  /** Whether the journal's last event is a terminal one (a follower that died between that append and the close). */
+  async #endsWithTerminal(key: JournalKey, lastSequence: number): Promise<boolean> {
+    if (lastSequence < 1) return false;
+    // A ledger that fails the read: the run is followed as any other, and its stream says how it ended.
+    const [last] = await this.#deps.store.events(key, lastSequence - 1, 1).catch(() => []);
+    return last !== undefined && TERMINAL_EVENTS.has(last.event.event);
   }
 
   /**
@@ -210,11 +221,13 @@ export class RunJournal {
 
   /** How one read ends the journal: a close, 'leave' (another owner, or this process is closing), or undefined to read again. */
   #closeFor(result: AipActionResult, stop: WriterStop | undefined): Omit<JournalClose, 'now'> | 'leave' | undefined {
-    if (stop === 'lease_lost' || this.#closed) return 'leave';
+    if (stop === 'lease_lost') return 'leave';
     if (stop === 'ledger_failed') return { state: 'abandoned', reason: 'ledger_write_failed' };
     if (stop !== undefined) return { state: 'truncated', reason: stop };
     const output = result.output as RunEventsOutput | undefined;
     if (output?.terminal) return { state: 'complete', reason: output.terminal_event ?? 'terminal' };
+    // Cut short by the connector's close: the lease lapses, and another replica or the next process goes on.
+    if (this.#closed) return 'leave';
     const code = result.error?.code.slice(result.error.code.lastIndexOf('.') + 1);
     if (code === 'stream_truncated') return { state: 'truncated', reason: 'max_events_per_run' };
     if (code === 'deadline_exceeded') return { state: 'truncated', reason: 'follow_limit' };
