@@ -8,6 +8,7 @@
  * Input: JOURNAL_CRASH_CONFIG, JSON of `CrashChildConfig`.
  */
 import { createHermesConnector, createPostgresLedger, createSqliteLedger, type RunEventsOutput } from 'aip-connector-hermes-agent';
+import { journalStoreOf, type JournalStore } from '../../src/journal/types.js';
 
 export interface CrashChildConfig {
   mode: 'start' | 'follow' | 'finish';
@@ -55,8 +56,23 @@ async function finish(): Promise<void> {
     );
     say({ read: runId, status: result.status, code: result.error?.code, journal: (result.output as RunEventsOutput | undefined)?.journal });
   }
+  await untilClosed();
   await connector.close();
   await ledger.close();
+}
+
+/**
+ * A reader may get a journal's terminal event before the journal is closed: when its follower died
+ * between that append and the close, this process closes it once it takes it over (after the dead
+ * follower's lease). Waits for that (bounded only to fail a hung run), so that the parent judges every journal closed.
+ */
+async function untilClosed(): Promise<void> {
+  const store = journalStoreOf(ledger) as JournalStore;
+  for (let attempt = 0; attempt < 1200; attempt++) {
+    const states = await Promise.all(config.runIds.map((run_id) => store.journal({ tenant_id: null, endpoint_id: 'local', run_id })));
+    if (states.every((record) => record?.state !== 'following')) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
 
 if (config.mode === 'start') await startRuns();
