@@ -45,7 +45,7 @@ export function openSqliteExecutor(options: SqliteLedgerOptions): SqlExecutor {
   const batchTransaction = db.transaction((units: readonly SqlUnit[]) =>
     // A lone unit needs no SAVEPOINT: its failure rolls back a transaction that holds nothing else.
     units.length === 1
-      ? [runUnit(units[0]!)]
+      ? units.map(runUnit)
       : units.map((unit): UnitOutcome => {
           try {
             return unitTransaction(unit);
