@@ -18,7 +18,7 @@ import { connectorLogger, errorName, invocationLogger } from './internal/logger.
 import { OPERATIONS } from './operations/index.js';
 import { MAX_JSON_DEPTH, MAX_JSON_VALUES, plainJsonCopy, type NotPlainJson } from './internal/plain-json.js';
 import type { JournalReading, OperationCall, OperationOutcome } from './operations/operation.js';
-import { seqOf } from './operations/run-events.js';
+import { seqOf } from './operations/event-reader.js';
 import { RunJournal, type FollowRead } from './journal/follower.js';
 import { journalStoreOf } from './journal/types.js';
 import { checkActionId, checkContext, checkIdempotencyKeyFormat, enforceGates } from './contract/policy.js';
