@@ -65,7 +65,7 @@ export function createHermesConnector(options: HermesConnectorOptions): HermesCo
     work.then(done, done);
     return work;
   };
-  const run = (action: unknown, context: unknown, hostCancellation: boolean, internal: InternalCall = {}) =>
+  const run = (action: unknown, context: unknown, hostCancellation: boolean, internal: InternalCall = CALLER) =>
     track(invokePipeline(deps, action, context, hostCancellation, internal));
   deps.journal = startJournal(deps, (follow) => run(...followAction(deps, follow), false, { follower: true, resumeAfterSeq: follow.resumeAfterSeq }));
 
@@ -127,6 +127,9 @@ interface InternalCall {
   resumeAfterSeq?: number;
 }
 
+/** An invocation by the connector's caller, not by the connector itself (one object for every call). */
+const CALLER: InternalCall = {};
+
 /** The journal's followers, started, when the journal is on. */
 function startJournal(deps: PipelineDeps, read: (follow: FollowRead) => Promise<AipActionResult>): PipelineDeps['journal'] {
   const { journal: options, ledger } = deps.config;
@@ -152,12 +155,12 @@ function followAction(deps: PipelineDeps, follow: FollowRead): [AipAction, Execu
 }
 
 /** A run_start that Hermes accepted is followed when the journal is on: its journal exists before the caller hears of the run. */
-async function journalStartedRun(deps: PipelineDeps, admitted: AdmittedAction, result: AipActionResult): Promise<void> {
+async function journalStartedRun(journal: NonNullable<PipelineDeps['journal']>, admitted: AdmittedAction, result: AipActionResult): Promise<void> {
   const runId = (result.output as { run_id?: unknown } | undefined)?.run_id;
-  if (!deps.journal || admitted.entry.operation !== 'run_start' || result.status !== 'completed' || typeof runId !== 'string') return;
+  if (admitted.entry.operation !== 'run_start' || result.status !== 'completed' || typeof runId !== 'string') return;
   const key = { tenant_id: admitted.context.tenantId ?? null, endpoint_id: admitted.entry.endpoint.id, run_id: runId };
   try {
-    await deps.journal.followers.begin(key);
+    await journal.followers.begin(key);
   } catch (error) {
     admitted.logger.error({ err: errorName(error) }, 'run journal could not be created: the run is not followed');
   }
@@ -175,7 +178,7 @@ interface AdmittedAction {
   startedAt: number;
   hostCancellation: boolean;
   trace: InvocationTrace;
-  internal?: InternalCall;
+  internal: InternalCall;
 }
 
 /**
@@ -198,9 +201,9 @@ async function invokePipeline(
   let result: AipActionResult;
   try {
     if (!plain.ok) throw new HermesFailure('invalid_input', `The action is invalid: ${plain.why}`);
-    const admitted = { ...admit(deps, plain.value, rawContext, hostCancellation, startedAt, admission), internal };
+    const admitted = admit(deps, plain.value, rawContext, hostCancellation, internal, startedAt, admission);
     result = await otelContext.with(trace.context, () => dispatchOnce(deps, admitted));
-    await journalStartedRun(deps, admitted, result);
+    if (deps.journal) await journalStartedRun(deps.journal, admitted, result);
   } catch (error) {
     result = shapeResult(actionId, admission.entry, failedOutcome(error, false), undefined);
   }
@@ -246,6 +249,7 @@ function admit(
   plainAction: unknown,
   rawContext: unknown,
   hostCancellation: boolean,
+  internal: InternalCall,
   startedAt: number,
   admission: Admission,
 ): AdmittedAction {
@@ -279,6 +283,7 @@ function admit(
     startedAt,
     hostCancellation,
     trace: admission.trace,
+    internal,
   };
 }
 
