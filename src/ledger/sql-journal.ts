@@ -3,6 +3,7 @@ import type { EventsLost, JournalKey, JournalRecord, JournalState, JournalStore 
 import type { SqlStatement } from './group-commit.js';
 import type { JournalTail } from './journal-tail.js';
 import { tenantScope } from './migrations.js';
+import { numOrNull, strOrNull } from './sql-values.js';
 
 type Row = Record<string, unknown>;
 
@@ -140,8 +141,6 @@ export function createSqlJournal(db: () => Promise<JournalSql>, tail: JournalTai
 }
 
 function toJournal(row: Row): JournalRecord {
-  const numOrNull = (value: unknown) => (value === null || value === undefined ? null : Number(value));
-  const strOrNull = (value: unknown) => (value === null || value === undefined ? null : String(value));
   return {
     tenant_id: strOrNull(row.tenant_id),
     endpoint_id: String(row.endpoint_id),

@@ -6,6 +6,7 @@ import { type CommitBatch, GroupCommit, type GroupCommitOptions, type SqlStateme
 import { JOURNAL_STORE, type JournalKeeper } from '../journal/types.js';
 import type { JournalTail } from './journal-tail.js';
 import { createSqlJournal } from './sql-journal.js';
+import { numOrNull, strOrNull } from './sql-values.js';
 import type {
   ApprovalImport,
   BridgeJob,
@@ -373,8 +374,6 @@ function retryingSetUp(migrate: () => Promise<void>): { ready(): Promise<void>; 
 
 // PostgreSQL returns BIGINT columns as strings; both backends go through Number here.
 const num = (value: unknown): number => Number(value);
-const numOrNull = (value: unknown): number | null => (value === null || value === undefined ? null : Number(value));
-const strOrNull = (value: unknown): string | null => (value === null || value === undefined ? null : String(value));
 
 function toRecord(row: SqlRow): IdempotencyRecord {
   return {

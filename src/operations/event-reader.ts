@@ -9,6 +9,7 @@ import { ERROR_CODE_PREFIX } from '../internal/package-info.js';
 import { transportFailure } from '../transport/http.js';
 import { TERMINAL_EVENTS } from '../contract/hermes-vocabulary.js';
 import { schemaCatalog } from '../contract/schemas.js';
+import { redactText } from '../internal/secret.js';
 import { isSseDone, type SseItem } from '../transport/sse.js';
 import type { HermesSseEvent, RunEventsOutput } from '../types.js';
 import type { StreamTrace } from '../telemetry.js';
@@ -133,6 +134,15 @@ export function seqOf(event: HermesSseEvent): number | undefined {
   const { seq } = event.data;
   if (typeof seq === 'number' && Number.isSafeInteger(seq) && seq >= 0) return seq;
   return event.id !== undefined && /^\d{1,15}$/.test(event.id) ? Number(event.id) : undefined;
+}
+
+/**
+ * The result's text from the events read so far. Each event is redacted already; a key split across
+ * deltas only appears once they are joined.
+ */
+export function joinText(reader: StreamReader, secret: string | undefined): void {
+  const joined = reader.text.join('');
+  reader.output.text = secret === undefined ? joined : redactText(joined, secret);
 }
 
 /** Records an event as soon as it is read, so that a result cut short later still shows it (and the run's end, if it was seen). */

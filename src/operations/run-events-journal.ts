@@ -5,12 +5,11 @@
 import { CallScope } from '../transport/call-scope.js';
 import { HermesFailure } from '../failures.js';
 import { transportFailure } from '../transport/http.js';
-import { redactText } from '../internal/secret.js';
 import type { RunEventsOutput } from '../types.js';
 import { endSpan, errorTypeOf, StreamTrace } from '../telemetry.js';
 import type { JournalKey, JournalRecord } from '../journal/types.js';
 import type { JournalReading, OperationCall, OperationOutcome } from './operation.js';
-import { CLOSED, newReader, type RunEventsInput, settle, type StreamEnd, type StreamReader, takeAll } from './event-reader.js';
+import { CLOSED, joinText, newReader, type RunEventsInput, settle, type StreamEnd, type StreamReader, takeAll } from './event-reader.js';
 
 /** Journal events read per query. */
 const JOURNAL_PAGE = 256;
@@ -49,8 +48,7 @@ export async function readJournal(call: OperationCall<RunEventsInput>, journal: 
   } finally {
     tail.stop();
     scope.dispose();
-    const secret = endpoint.apiKey?.reveal();
-    output.text = secret === undefined ? reader.text.join('') : redactText(reader.text.join(''), secret);
+    joinText(reader, endpoint.apiKey?.reveal());
   }
   trace.finish(output.events);
   endSpan(span, undefined);

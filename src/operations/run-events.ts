@@ -12,12 +12,11 @@ import {
 } from '../transport/http.js';
 import { statusOfTerminalEvent } from '../contract/hermes-vocabulary.js';
 import type { RunEvidencePatch } from '../ledger/types.js';
-import { redactText } from '../internal/secret.js';
 import { SseDecoder, type SseItem } from '../transport/sse.js';
 import type { RunEventsOutput } from '../types.js';
 import { endRequestSpan, errorTypeOf, StreamTrace } from '../telemetry.js';
 import { checkRunId, runRoute, type Operation, type OperationCall } from './operation.js';
-import { CLOSED, newReader, type RunEventsInput, settle, type StreamEnd, type StreamReader, takeAll } from './event-reader.js';
+import { CLOSED, joinText, newReader, type RunEventsInput, settle, type StreamEnd, type StreamReader, takeAll } from './event-reader.js';
 import { readJournal } from './run-events-journal.js';
 
 /** Hermes looks for the run's stream for about a second before it answers; anything past this is a dead peer. */
@@ -151,7 +150,7 @@ function resumablePath(path: string, reader: StreamReader): string {
 }
 
 async function readStream(call: OperationCall<RunEventsInput>, response: ProviderResponse, reader: StreamReader): Promise<StreamEnd> {
-  const { output, scope, text } = reader;
+  const { output, scope } = reader;
   if (!isEventStreamContentType(response.headers['content-type'])) {
     response.body.destroy();
     throw new HermesFailure('invalid_response', `Hermes endpoint \`${call.endpoint.id}\` answered the event stream request with another content type`, {
@@ -176,8 +175,6 @@ async function readStream(call: OperationCall<RunEventsInput>, response: Provide
     // The connection broke; the events held back for a possible key are still the run's events.
     return (await take(decoder.finish())) ?? { kind: 'broken', transportCode: transportErrorCode(error) };
   } finally {
-    // Each event is redacted already; a key split across deltas only appears once they are joined.
-    const joined = text.join('');
-    output.text = secret === undefined ? joined : redactText(joined, secret);
+    joinText(reader, secret);
   }
 }
