@@ -28,7 +28,7 @@ import { pairedFigure, type BenchSettings, type Figure, type Log, type SectionRe
 import { request } from 'undici';
 import { startEchoServer } from './echo-server.js';
 import { BENCH_API_KEY, STATUS_RUN_ID, startBenchServer } from './servers.js';
-import { interleave, mean, summarize } from './stats.js';
+import { cpuMicros, interleave, mean, summarize } from './stats.js';
 
 /** Host CPU added per action, in Ed25519 verify + sign pairs. */
 const TARGET_PAIRS = 2;
@@ -75,10 +75,7 @@ async function timed(calls: number, call: () => Promise<void> | void, cpu: () =>
   return { calls, seconds: (performance.now() - started) / 1000, cpu_us: cpu() - cpuBefore };
 }
 
-const ownCpu = () => {
-  const used = process.cpuUsage();
-  return used.user + used.system;
-};
+const ownCpu = () => cpuMicros();
 
 function directCall(connector: HermesConnector): () => Promise<void> {
   return async () => {

@@ -21,7 +21,7 @@ import { createPgSchemaOn, type PgSchema } from '../test/helpers/pg-schema.js';
 import { fullGc } from './heap.js';
 import { pairedFigure, type BenchSettings, type Figure, type Log, type SectionResult } from './report.js';
 import { BENCH_API_KEY } from './servers.js';
-import { interleave, summarize } from './stats.js';
+import { cpuMicros, interleave, summarize } from './stats.js';
 
 const ENDPOINT = 'bench';
 /**
@@ -105,10 +105,10 @@ async function fanout(side: Side, runs: number): Promise<FanoutRound> {
   fullGc();
   const heapHeld = process.memoryUsage().heapUsed - heapBefore;
   await Promise.all(runIds.map((runId) => readRun(side.connector, runId, SIZES.fanoutDeltas)));
-  const cpu = process.cpuUsage(cpuBefore);
+  const cpu = cpuMicros(cpuBefore);
   const appended = side.appends && appendsBefore && { calls: side.appends.calls - appendsBefore.calls, events: side.appends.events - appendsBefore.events };
   return {
-    cpu_us_per_run: (cpu.user + cpu.system) / runs,
+    cpu_us_per_run: cpu / runs,
     heap_bytes_per_run: heapHeld / runs,
     appends_per_event: appended && appended.events > 0 ? appended.calls / appended.events : undefined,
   };

@@ -14,7 +14,7 @@ import { bareDispatchStatus, bareStatus, capabilityId, newBarePool, newConnector
 import { fullGc } from './heap.js';
 import { CPU_RATIO_LABEL, pairedFigure, type BenchSettings, type Figure, type Log, type SectionResult } from './report.js';
 import { STATUS_RUN_ID, type BenchServer } from './servers.js';
-import { interleave, mean, quantile } from './stats.js';
+import { cpuMicros, interleave, mean, quantile } from './stats.js';
 
 export const CONCURRENCY = 64;
 /** Calls per side, sequential and concurrent, before any measured or warm-up round. */
@@ -49,11 +49,6 @@ export interface ConcurrentRound {
 }
 
 type Call = () => Promise<void>;
-
-function cpuMicros(since: NodeJS.CpuUsage): number {
-  const used = process.cpuUsage(since);
-  return used.user + used.system;
-}
 
 /** `requests` calls with `concurrency` of them in flight (1 = sequential). */
 export async function slice(call: Call, requests: number, concurrency: number): Promise<Slice> {

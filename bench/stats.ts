@@ -31,6 +31,12 @@ function quantileOfSorted(sorted: readonly number[], q: number): number {
   return a + (b - a) * (at - low);
 }
 
+/** This process's user + system CPU in microseconds: since `since`, or since it started. */
+export function cpuMicros(since?: NodeJS.CpuUsage): number {
+  const used = process.cpuUsage(since);
+  return used.user + used.system;
+}
+
 export function mean(values: readonly number[]): number {
   let sum = 0;
   for (const value of values) sum += value;

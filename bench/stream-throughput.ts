@@ -12,7 +12,7 @@ import { bareStream, capabilityId, newBarePool, newConnector, type BareStreamRes
 import { fullGc } from './heap.js';
 import { CPU_RATIO_LABEL, pairedFigure, type BenchSettings, type Figure, type Log, type SectionResult } from './report.js';
 import { expectedText, streamRunId, type BenchServer } from './servers.js';
-import { interleave } from './stats.js';
+import { cpuMicros, interleave } from './stats.js';
 
 export const STREAM_EVENTS = 100_000;
 
@@ -40,11 +40,6 @@ function mergeStreams(streams: StreamRound[]): StreamRound {
   const merged: StreamRound = { events, seconds, events_per_s: events / seconds, cpu_us_per_event: cpuUs / events };
   if (streams[0]?.chunks !== undefined) merged.chunks = streams.reduce((sum, stream) => sum + (stream.chunks ?? 0), 0);
   return merged;
-}
-
-function cpuMicros(since: NodeJS.CpuUsage): number {
-  const used = process.cpuUsage(since);
-  return used.user + used.system;
 }
 
 let actionCounter = 0;
