@@ -134,6 +134,9 @@ async function migrationMoments(locker: pg.Client, backends: Backends, start: ()
   }
 }
 
+/** SQLSTATE 40P01. */
+const DEADLOCK_DETECTED = '40P01';
+
 /** The moments of a round, and the storms between them. */
 function moments(locker: pg.Client, backends: Backends, child: Child) {
   const random = seededRandom(22);
@@ -143,8 +146,15 @@ function moments(locker: pg.Client, backends: Backends, child: Child) {
     async locked(moment: keyof typeof LOCKED): Promise<boolean> {
       await locker.query('BEGIN');
       try {
-        await locker.query(LOCKED[moment].lock);
-        return await backends.endWaiting(LOCKED[moment].waiting);
+        // The locker can be chosen as the victim of a deadlock with the child's own transaction: then this moment did not happen.
+        const locked = await locker.query(LOCKED[moment].lock).then(
+          () => true,
+          (error: { code?: string }) => {
+            if (error.code === DEADLOCK_DETECTED) return false;
+            throw error;
+          },
+        );
+        return locked && (await backends.endWaiting(LOCKED[moment].waiting));
       } finally {
         await locker.query('ROLLBACK');
       }
