@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { ValidateFunction } from 'ajv';
 import type { Logger } from 'pino';
-import { context as otelContext } from '@opentelemetry/api';
 import { OpenCalls } from './transport/call-scope.js';
 import { ChunkPublisher } from './chunks.js';
 import { resolveConfig, type ResolvedConfig } from './config.js';
@@ -202,30 +201,38 @@ async function invokePipeline(
   try {
     if (!plain.ok) throw new HermesFailure('invalid_input', `The action is invalid: ${plain.why}`);
     const admitted = admit(deps, plain.value, rawContext, hostCancellation, internal, startedAt, admission);
-    result = await otelContext.with(trace.context, () => dispatchOnce(deps, admitted));
+    result = await trace.within(() => dispatchOnce(deps, admitted));
     if (deps.journal) await journalStartedRun(deps.journal, admitted, result);
   } catch (error) {
     result = shapeResult(actionId, admission.entry, failedOutcome(error, false), undefined);
   }
   if (result.error && !admission.publisher.finished) await admission.publisher.finishWithError(result.error.code, result.error.message);
-  admission.logger.info(
-    {
-      status: result.status,
-      code: result.error?.code,
-      http_status: result.receipt?.http_status,
-      replayed: result.receipt?.replayed,
-      duration_ms: deps.config.now() - startedAt,
-    },
-    'hermes action finished',
-  );
+  recordFinished(deps, admission, result, startedAt);
+  return result;
+}
+
+/** The invocation's last log line and the end of its span. */
+function recordFinished(deps: PipelineDeps, { logger, trace, input }: Admission, result: AipActionResult, startedAt: number): void {
+  // The bindings only when the line is written: most hosts do not log every invocation.
+  if (logger.isLevelEnabled('info')) {
+    logger.info(
+      {
+        status: result.status,
+        code: result.error?.code,
+        http_status: result.receipt?.http_status,
+        replayed: result.receipt?.replayed,
+        duration_ms: deps.config.now() - startedAt,
+      },
+      'hermes action finished',
+    );
+  }
   trace.finish({
     status: result.status,
     errorCode: result.error?.code,
     uncertainOutcome: result.error?.details?.uncertain_outcome === true,
     replayed: result.receipt?.replayed === true,
-    runId: runIdOf(admission.input, result.output),
+    runId: runIdOf(input, result.output),
   });
-  return result;
 }
 
 /** How far admission got, for a failure's result and the invocation's span. */
@@ -378,15 +385,16 @@ async function dispatch(deps: PipelineDeps, admitted: AdmittedAction): Promise<G
   } catch (error) {
     outcome = failedOutcome(error, true);
   }
-  const receipt = receiptFor(action, entry, httpStatus, admitted.startedAt, config.now(), outcome.output);
+  const completedAt = config.now();
+  const receipt = receiptFor(action, entry, httpStatus, admitted.startedAt, completedAt, outcome.output);
   const result = shapeResult(action.id, entry, outcome, receipt);
-  return { result, evidence: evidenceOf(deps, admitted, result) };
+  return { result, evidence: evidenceOf(admitted, result, completedAt) };
 }
 
 /** What the result tells the ledger: a started run's binding, or news about a bound run. */
-function evidenceOf(deps: PipelineDeps, { entry, action, input, context }: AdmittedAction, result: AipActionResult): EvidenceWrite | undefined {
+function evidenceOf({ entry, action, input, context }: AdmittedAction, result: AipActionResult, now: number): EvidenceWrite | undefined {
   const operation = OPERATIONS[entry.operation];
-  const source = { endpoint: entry.endpoint, capabilityId: entry.capability.id, actionId: action.id, input, context, result, now: deps.config.now() };
+  const source = { endpoint: entry.endpoint, capabilityId: entry.capability.id, actionId: action.id, input, context, result, now };
   const binding = operation.bindRun?.(source);
   if (binding) return { bind: binding };
   const patch = operation.learnAboutRun?.(source);

@@ -200,7 +200,8 @@ export class InvocationTrace {
   readonly context: Context;
   readonly #telemetry: Telemetry;
   readonly #verb: string;
-  readonly #startedAt = performance.now();
+  /** Read only for the duration metric: no clock read per invocation without a meter. */
+  readonly #startedAt: number;
   #operation = 'unknown';
   #endpointId = 'unknown';
 
@@ -209,7 +210,13 @@ export class InvocationTrace {
     this.#verb = hostCancellation ? 'aip.cancel' : 'aip.invoke';
     this.span = telemetry.startInternal(this.#verb);
     this.context = contextWith(this.span);
+    this.#startedAt = telemetry.metering ? performance.now() : 0;
     if (telemetry.metering) telemetry.activeInvocations.add(1);
+  }
+
+  /** `work` run with the invocation's span active; untraced, the active context already is the invocation's. */
+  within<T>(work: () => T): T {
+    return this.span === UNTRACED ? work() : otelContext.with(this.context, work);
   }
 
   resolved(invocation: ResolvedInvocation): void {

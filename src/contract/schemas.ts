@@ -4,6 +4,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { PACKAGE_ROOT } from '../internal/package-info.js';
 import { OPERATION_NAMES, type OperationName } from '../types.js';
+import { STRING_LENGTH_KEYWORDS } from './string-length.js';
 
 const SCHEMA_BASE = 'https://schemas.aip-connector-hermes-agent.local/';
 
@@ -60,6 +61,7 @@ export function schemaCatalog(): SchemaCatalog {
 
 function loadCatalog(): SchemaCatalog {
   const ajv = new Ajv2020({ strict: true, strictRequired: false, strictTypes: false, allErrors: false, validateFormats: false });
+  for (const definition of STRING_LENGTH_KEYWORDS) ajv.removeKeyword(definition.keyword as string).addKeyword(definition);
   const documents = new Map<string, Record<string, unknown>>();
   for (const relativePath of listJsonFiles(join(PACKAGE_ROOT, 'schemas'))) {
     const schema = readJson(join(PACKAGE_ROOT, 'schemas', relativePath));

@@ -202,20 +202,20 @@ export function isSuccess(statusCode: number): boolean {
  * `invalid_response`.
  */
 export function jsonBodyOf(response: BufferedResponse, limit: number, endpoint: ResolvedEndpoint): unknown {
-  const endpointId = endpoint.id;
-  const invalid = (why: string) =>
-    new HermesFailure('invalid_response', `Hermes endpoint \`${endpointId}\` sent ${why}`, { effect: 'maybe', remoteStatus: response.statusCode });
-  if (!isJsonContentType(response.headers['content-type'])) throw invalid('a success response that is not JSON');
-  if (response.body === undefined) throw invalid(`a body larger than ${limit} bytes`);
+  if (!isJsonContentType(response.headers['content-type'])) throw invalidBody(response, endpoint, 'a success response that is not JSON');
+  if (response.body === undefined) throw invalidBody(response, endpoint, `a body larger than ${limit} bytes`);
   const text = decodeUtf8(response.body);
-  if (text === undefined) throw invalid('a body that is not valid UTF-8');
+  if (text === undefined) throw invalidBody(response, endpoint, 'a body that is not valid UTF-8');
   try {
     return parseProviderJson(text, endpoint.apiKey?.reveal());
   } catch (error) {
-    throw invalid(
-      (error as ProviderJsonRefused).reason === 'too_deep' ? `a body nested more than ${MAX_PROVIDER_JSON_DEPTH} levels deep` : 'a body that is not valid JSON',
-    );
+    const tooDeep = (error as ProviderJsonRefused).reason === 'too_deep';
+    throw invalidBody(response, endpoint, tooDeep ? `a body nested more than ${MAX_PROVIDER_JSON_DEPTH} levels deep` : 'a body that is not valid JSON');
   }
+}
+
+function invalidBody(response: BufferedResponse, endpoint: ResolvedEndpoint, why: string): HermesFailure {
+  return new HermesFailure('invalid_response', `Hermes endpoint \`${endpoint.id}\` sent ${why}`, { effect: 'maybe', remoteStatus: response.statusCode });
 }
 
 /** The whole body, or undefined (body destroyed) when it exceeds `limit` bytes. */
