@@ -7,7 +7,7 @@ import { resolveConfig, type ResolvedConfig } from './config.js';
 import { HermesFailure, toProtocolError } from './failures.js';
 import { EndpointPools } from './transport/http.js';
 import { isStorableId, typedId } from './internal/ids.js';
-import { SlotList } from './internal/slot-list.js';
+import { InFlight } from './internal/in-flight.js';
 import { type GuardedOutcome, IdempotencyGuard } from './ledger/idempotency.js';
 import { instrumentLedger } from './ledger/instrumented.js';
 import { isSettled } from './ledger/run-status.js';
@@ -55,17 +55,9 @@ export function createHermesConnector(options: HermesConnectorOptions): HermesCo
     openCalls,
     journal: undefined,
   };
-  const inFlight = new SlotList<{ work: Promise<unknown>; slot: number }>();
-  const track = <T>(work: Promise<T>): Promise<T> => {
-    const entry = { work, slot: -1 };
-    inFlight.add(entry);
-    // then(done, done), not finally(): a second promise that rejects again would be unhandled.
-    const done = () => inFlight.remove(entry);
-    work.then(done, done);
-    return work;
-  };
+  const inFlight = new InFlight();
   const run = (action: unknown, context: unknown, hostCancellation: boolean, internal: InternalCall = CALLER) =>
-    track(invokePipeline(deps, action, context, hostCancellation, internal));
+    inFlight.track(invokePipeline(deps, action, context, hostCancellation, internal));
   deps.journal = startJournal(deps, (follow) => run(...followAction(deps, follow), false, { follower: true, resumeAfterSeq: follow.resumeAfterSeq }));
 
   return {
@@ -76,7 +68,7 @@ export function createHermesConnector(options: HermesConnectorOptions): HermesCo
     implementationSupport: (id) => implementationSupport(registry.resolve(id)),
     invoke: (action, context) => run(action, context, false),
     cancel: (action, context) =>
-      track(
+      inFlight.track(
         (async () => {
           const plain = toPlainJson(action);
           // Only the run_stop built here carries the host's cancel authority; anything else goes
@@ -93,13 +85,13 @@ export function createHermesConnector(options: HermesConnectorOptions): HermesCo
       if (!storableOrNotText(actionIdOrRunId) || !storableOrNotText(tenantId)) return null;
       return ledger.evidence(actionIdOrRunId, tenantId);
     },
-    reconcile: () => track(reconcileOpenRuns(deps, (action, context) => run(action, context, false))),
+    reconcile: () => inFlight.track(reconcileOpenRuns(deps, (action, context) => run(action, context, false))),
     async close() {
       if (openCalls.closed) return;
       openCalls.close();
       deps.guard.close();
       await deps.journal?.followers.close();
-      await Promise.allSettled(inFlight.items.map((entry) => entry.work));
+      await inFlight.drained();
       await deps.guard.drained();
       await deps.pools.close();
       await ownLedger?.close();
@@ -196,7 +188,7 @@ async function invokePipeline(
   const plain = toPlainJson(rawAction);
   const actionId = actionIdOf(plain.ok ? plain.value : rawAction);
   const trace = new InvocationTrace(deps.telemetry, hostCancellation);
-  const admission: Admission = { publisher: new ChunkPublisher(actionId, undefined), logger: deps.logger, trace };
+  const admission: Admission = { entry: undefined, input: undefined, publisher: new ChunkPublisher(actionId, undefined), logger: deps.logger, trace };
   let result: AipActionResult;
   try {
     if (!plain.ok) throw new HermesFailure('invalid_input', `The action is invalid: ${plain.why}`);

@@ -4,7 +4,7 @@ import { USER_AGENT } from '../internal/package-info.js';
 import type { Secret } from '../internal/secret.js';
 import { CallScope, OpenCalls } from '../transport/call-scope.js';
 import { exchange } from '../transport/http-exchange.js';
-import { createOriginPool, sendRequest, type BufferedResponse, type ProviderResponse, type RequestTarget, type ResponseReading } from '../transport/http.js';
+import { createOriginPool, sendRequest, type BufferedResponse, type ProviderResponse, type RequestTarget, type BodyLimit } from '../transport/http.js';
 
 /** A `user.custom_tool_result` as the bridge posts it. */
 export interface ToolResultEvent {
@@ -79,7 +79,7 @@ export class HermClient {
           bodyTimeoutMs: POST_TIMEOUT_MS,
         },
         scope,
-        ANY_JSON_UP_TO_LIMIT,
+        ANY_BODY_UP_TO_LIMIT,
       );
     } catch (error) {
       const failure = error as HermesFailure;
@@ -106,7 +106,7 @@ export class HermClient {
   }
 }
 
-const ANY_JSON_UP_TO_LIMIT: ResponseReading = { bodyLimit: () => MAX_BODY, onStatus: () => undefined };
+const ANY_BODY_UP_TO_LIMIT: BodyLimit = () => MAX_BODY;
 
 function outcomeOf(status: number, body: unknown): PostOutcome {
   if (status >= 200 && status < 300) {

@@ -152,15 +152,11 @@ export function signedText(envelope: Envelope, key: SigningKey, signer: Principa
   }
 }
 
-/** With the `u` flag a surrogate pair is one code point: this matches unpaired surrogates only. */
-const LONE_SURROGATES = /\p{Cs}/gu;
-const wellFormedText = (text: string) => text.replace(LONE_SURROGATES, '\ufffd');
-
 function wellFormed(value: unknown): unknown {
-  if (typeof value === 'string') return wellFormedText(value);
+  if (typeof value === 'string') return value.toWellFormed();
   if (Array.isArray(value)) return value.map(wellFormed);
   if (value === null || typeof value !== 'object') return value;
-  return Object.fromEntries(Object.entries(value).map(([key, item]) => [wellFormedText(key), wellFormed(item)]));
+  return Object.fromEntries(Object.entries(value).map(([key, item]) => [key.toWellFormed(), wellFormed(item)]));
 }
 
 /** `StreamChunk` of the reference, in its field order. */

@@ -29,13 +29,9 @@ export function typedId(prefix: 'rcpt_' | 'act_' | 'msg_' | 'corr_', now: number
   return `${prefix}${stampHex}7${poolHex.slice(at + 13, at + 16)}${VARIANT_DIGIT[poolHex.charCodeAt(at + 16)]}${poolHex.slice(at + 17, at + 32)}`;
 }
 
-/** In a `u` regexp only unpaired surrogates are code points of category Cs. */
-const LONE_SURROGATE = /\p{Cs}/u;
-const UNSTORABLE = /[\0\p{Cs}]/u;
-
-/** Whether the text is well-formed Unicode (no lone surrogate). */
+/** Whether the text is well-formed Unicode (no lone surrogate). A native scan: a `\p{Cs}` regexp cost more than the rest of an id's checks. */
 export function isWellFormedText(text: string): boolean {
-  return !LONE_SURROGATE.test(text);
+  return text.isWellFormed();
 }
 
 /**
@@ -43,5 +39,5 @@ export function isWellFormedText(text: string): boolean {
  * lone surrogate into U+FFFD, and PostgreSQL text cannot hold NUL.
  */
 export function isStorableId(id: string): boolean {
-  return !UNSTORABLE.test(id);
+  return id.isWellFormed() && !id.includes('\0');
 }

@@ -129,11 +129,13 @@ function alreadyRead(event: HermesSseEvent, reader: StreamReader): boolean {
   return false;
 }
 
+const SSE_ID_NUMBER = /^\d{1,15}$/;
+
 /** An event's number: its `seq` field, else a numeric SSE `id:`. */
 export function seqOf(event: HermesSseEvent): number | undefined {
   const { seq } = event.data;
   if (typeof seq === 'number' && Number.isSafeInteger(seq) && seq >= 0) return seq;
-  return event.id !== undefined && /^\d{1,15}$/.test(event.id) ? Number(event.id) : undefined;
+  return event.id !== undefined && SSE_ID_NUMBER.test(event.id) ? Number(event.id) : undefined;
 }
 
 /**

@@ -2,7 +2,7 @@ import { CallScope } from '../transport/call-scope.js';
 import { HermesFailure } from '../failures.js';
 import { buildHeaders } from '../transport/headers.js';
 import { exchange } from '../transport/http-exchange.js';
-import { failureFromAnswer, isSuccess, jsonBodyOf, jsonReading } from '../transport/http.js';
+import { failureFromAnswer, isSuccess, jsonBodyLimit, jsonBodyOf } from '../transport/http.js';
 import { endRequestSpan, errorTypeOf } from '../telemetry.js';
 import type { OperationCall, OperationOutcome, Route } from './operation.js';
 
@@ -42,16 +42,20 @@ export async function callJson(call: OperationCall<unknown>, request: JsonReques
       call.pools.targetFor(endpoint),
       { method: request.method, path, headers, body, headersTimeoutMs: timeoutMs ?? 0, bodyTimeoutMs: timeoutMs ?? 0 },
       scope,
-      jsonReading(limit, (status) => {
-        statusCode = status;
-        call.onHttpStatus(status);
-      }),
+      jsonBodyLimit(limit),
     );
-    if (!isSuccess(response.statusCode)) throw failureFromAnswer(response, endpoint, config.now);
+    statusCode = response.statusCode;
+    call.onHttpStatus(statusCode);
+    if (!isSuccess(statusCode)) throw failureFromAnswer(response, endpoint, config.now);
     const output = jsonBodyOf(response, limit, endpoint);
     return { status: 'completed', output };
   } catch (error) {
     errorType = errorTypeOf(error);
+    // A response whose body then failed: its status, for the receipt and the span.
+    if (statusCode === undefined && error instanceof HermesFailure && error.remoteStatus !== undefined) {
+      statusCode = error.remoteStatus;
+      call.onHttpStatus(statusCode);
+    }
     throw error;
   } finally {
     scope.dispose();

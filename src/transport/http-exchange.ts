@@ -1,21 +1,22 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import type { CallScope } from './call-scope.js';
-import { transportFailure, type BufferedResponse, type ProviderRequest, type RequestTarget, type ResponseReading, type TransportStage } from './http.js';
+import { transportFailure, type BodyLimit, type BufferedResponse, type ProviderRequest, type RequestTarget, type TransportStage } from './http.js';
 
 /**
  * Sends one request and reads its whole answer into memory, for the JSON operations.
- * `reading.bodyLimit` decides from the status and headers how many body bytes to accept: a
- * body it refuses (0) or that grows past the limit is not read on, and its connection is closed.
- * Resolves for any HTTP status; throws HermesFailure for transport trouble and aborts.
+ * `bodyLimit` decides from the status and headers how many body bytes to accept: a body it
+ * refuses (0) or that grows past the limit is not read on, and its connection is closed.
+ * Resolves for any HTTP status; throws HermesFailure for transport trouble and aborts, with the
+ * status as `remoteStatus` when the response's headers had come.
  *
  * This is undici's dispatch() with a handler of our own rather than request(): no response
  * stream, async resource or abort listener per call, which on a loopback request is a large
  * share of the client's work (bench/).
  */
-export function exchange(target: RequestTarget, request: ProviderRequest, scope: CallScope, reading: ResponseReading): Promise<BufferedResponse> {
+export function exchange(target: RequestTarget, request: ProviderRequest, scope: CallScope, bodyLimit: BodyLimit): Promise<BufferedResponse> {
   return new Promise((resolve, reject) => {
-    const handler = new BufferingHandler(reading, resolve, reject, scope, target.peer);
+    const handler = new BufferingHandler(bodyLimit, resolve, reject, scope, target.peer);
     // The handler is the abort target itself: no closure per call.
     scope.onAbort(handler);
     const options: Dispatcher.DispatchOptions = {
@@ -37,7 +38,7 @@ export function exchange(target: RequestTarget, request: ProviderRequest, scope:
 }
 
 class BufferingHandler implements Dispatcher.DispatchHandler {
-  readonly #reading: ResponseReading;
+  readonly #bodyLimit: BodyLimit;
   readonly #resolve: (response: BufferedResponse) => void;
   readonly #rejectPromise: (failure: unknown) => void;
   readonly #scope: CallScope;
@@ -47,12 +48,14 @@ class BufferingHandler implements Dispatcher.DispatchHandler {
   #pendingAbort: Error | undefined;
   #response: BufferedResponse | undefined;
   #limit = 0;
-  #chunks: Buffer[] = [];
+  /** The body's first chunk, and the rest when it comes in several (a JSON answer mostly comes in one). */
+  #first: Buffer | undefined;
+  #more: Buffer[] | undefined;
   #size = 0;
   #settled = false;
 
-  constructor(reading: ResponseReading, resolve: (response: BufferedResponse) => void, reject: (failure: unknown) => void, scope: CallScope, peer: string) {
-    this.#reading = reading;
+  constructor(bodyLimit: BodyLimit, resolve: (response: BufferedResponse) => void, reject: (failure: unknown) => void, scope: CallScope, peer: string) {
+    this.#bodyLimit = bodyLimit;
     this.#resolve = resolve;
     this.#rejectPromise = reject;
     this.#scope = scope;
@@ -85,8 +88,7 @@ class BufferingHandler implements Dispatcher.DispatchHandler {
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
     if (statusCode < 200) return; // informational: the final response follows
     this.#response = { statusCode, headers, body: undefined };
-    this.#reading.onStatus(statusCode);
-    this.#limit = this.#reading.bodyLimit(statusCode, headers);
+    this.#limit = this.#bodyLimit(statusCode, headers);
     const declared = Number(headers['content-length']);
     if (this.#limit === 0 || declared > this.#limit) this.#stopReading(controller);
   }
@@ -95,7 +97,8 @@ class BufferingHandler implements Dispatcher.DispatchHandler {
     if (this.#settled) return;
     this.#size += chunk.length;
     if (this.#size > this.#limit) this.#stopReading(controller);
-    else this.#chunks.push(chunk);
+    else if (this.#first === undefined) this.#first = chunk;
+    else (this.#more ??= []).push(chunk);
   }
 
   onResponseEnd(): void {
@@ -106,8 +109,8 @@ class BufferingHandler implements Dispatcher.DispatchHandler {
       this.#reject(new Error('the response ended before its headers'), 'request');
       return;
     }
-    const chunks = this.#chunks;
-    response.body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, this.#size);
+    const first = this.#first ?? Buffer.alloc(0);
+    response.body = this.#more ? Buffer.concat([first, ...this.#more], this.#size) : first;
     this.#resolve(response);
   }
 
@@ -120,7 +123,8 @@ class BufferingHandler implements Dispatcher.DispatchHandler {
   /** Settles with what is known (no body) and closes the connection rather than read a body we will not use. */
   #stopReading(controller: Dispatcher.DispatchController): void {
     this.#settled = true;
-    this.#chunks = [];
+    this.#first = undefined;
+    this.#more = undefined;
     this.#resolve(this.#response as BufferedResponse);
     controller.abort(new Error('response body not wanted'));
   }

@@ -26,13 +26,6 @@ export interface BufferedResponse {
   body: Buffer | undefined;
 }
 
-export interface ResponseReading {
-  /** How many body bytes to read for this status and these headers; 0 reads none. */
-  bodyLimit(statusCode: number, headers: IncomingHttpHeaders): number;
-  /** Called once the final status is known, before the body is read. */
-  onStatus(statusCode: number): void;
-}
-
 const CONNECT_TIMEOUT_MS = 10_000;
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
 const ERROR_BODY_LIMIT = 64 * 1024;
@@ -184,12 +177,12 @@ function parseErrorBody(bytes: Uint8Array | undefined): unknown {
   }
 }
 
+/** How many body bytes exchange() reads for this status and these headers; 0 reads none. */
+export type BodyLimit = (statusCode: number, headers: IncomingHttpHeaders) => number;
+
 /** What exchange() reads of a JSON operation's answer: a JSON success up to `limit` bytes, or a small error body. */
-export function jsonReading(limit: number, onStatus: (statusCode: number) => void): ResponseReading {
-  return {
-    bodyLimit: (statusCode, headers) => (!isSuccess(statusCode) ? ERROR_BODY_LIMIT : isJsonContentType(headers['content-type']) ? limit : 0),
-    onStatus,
-  };
+export function jsonBodyLimit(limit: number): BodyLimit {
+  return (statusCode, headers) => (!isSuccess(statusCode) ? ERROR_BODY_LIMIT : isJsonContentType(headers['content-type']) ? limit : 0);
 }
 
 export function isSuccess(statusCode: number): boolean {
@@ -243,12 +236,16 @@ async function readBoundedBytes(response: ProviderResponse, limit: number): Prom
   return Buffer.concat(chunks, size);
 }
 
+/** `application/json` or any `application/*+json`, parameters allowed. */
+const JSON_MEDIA_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i;
+const EVENT_STREAM_MEDIA_TYPE = /^text\/event-stream\s*(?:;|$)/i;
+
 function isJsonContentType(value: string | string[] | undefined): boolean {
-  return contentTypeMatches(value, /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i);
+  return contentTypeMatches(value, JSON_MEDIA_TYPE);
 }
 
 export function isEventStreamContentType(value: string | string[] | undefined): boolean {
-  return contentTypeMatches(value, /^text\/event-stream\s*(?:;|$)/i);
+  return contentTypeMatches(value, EVENT_STREAM_MEDIA_TYPE);
 }
 
 /** The media type of the (first) Content-Type, compared as a whole token: `text/event-streamx` is not `text/event-stream`. */

@@ -63,22 +63,13 @@ export function serdeLexeme(lexeme: string): string {
   return serdeFloat(Number(lexeme));
 }
 
-/** With the `u` flag a surrogate pair is one code point, so this matches only unpaired surrogates. */
-const LONE_SURROGATE = /\p{Cs}/u;
-const ANY_SURROGATE = /[\uD800-\uDFFF]/;
-
-/** Whether `text` has an unpaired surrogate (no UTF-8 form); the cheap test first, as most strings have no surrogate at all. */
-function hasLoneSurrogate(text: string): boolean {
-  return ANY_SURROGATE.test(text) && LONE_SURROGATE.test(text);
-}
-
 /** A character that needs an escape (`"`, `\\`, U+0000–U+001F) or a surrogate (checked for pairing): only then the slow path. */
 const NEEDS_CARE = /["\\\uD800-\uDFFF]|[^\x20-\uFFFF]/;
 
 /** serde_json's string escaping equals JSON.stringify's for well-formed strings: `"`, `\`, control characters, lowercase `\u00xx`. */
 function serdeString(text: string): string {
   if (!NEEDS_CARE.test(text)) return `"${text}"`;
-  if (hasLoneSurrogate(text)) throw new TypeError('a string with a lone surrogate has no UTF-8 form');
+  if (!text.isWellFormed()) throw new TypeError('a string with a lone surrogate has no UTF-8 form');
   return JSON.stringify(text);
 }
 
@@ -231,7 +222,7 @@ class WireParser {
     } catch {
       this.fail('invalid escape in a string');
     }
-    if (hasLoneSurrogate(decoded)) this.fail('lone surrogate in a string');
+    if (!decoded.isWellFormed()) this.fail('lone surrogate in a string');
     return decoded;
   }
 

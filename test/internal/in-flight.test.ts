@@ -1,0 +1,55 @@
+import { describe, expect, it } from 'vitest';
+import { InFlight } from '../../src/internal/in-flight.js';
+
+function deferred() {
+  let resolve!: () => void;
+  let reject!: (error: Error) => void;
+  const promise = new Promise<void>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise, resolve, reject };
+}
+
+/** Whether `promise` has settled once every reaction queued so far has run. */
+async function settledNow(promise: Promise<unknown>): Promise<boolean> {
+  let settled = false;
+  void promise.then(
+    () => (settled = true),
+    () => (settled = true),
+  );
+  await new Promise((resolve) => setImmediate(resolve));
+  return settled;
+}
+
+describe('InFlight', () => {
+  it('is drained at once when nothing runs', async () => {
+    expect(await settledNow(new InFlight().drained())).toBe(true);
+  });
+
+  it('is drained only when every tracked piece of work has settled, rejected ones included', async () => {
+    const inFlight = new InFlight();
+    const first = deferred();
+    const second = deferred();
+    expect(inFlight.track(first.promise)).toBe(first.promise);
+    inFlight.track(second.promise).catch(() => {});
+    const drained = inFlight.drained();
+    first.resolve();
+    expect(await settledNow(drained)).toBe(false);
+    second.reject(new Error('failed'));
+    expect(await settledNow(drained)).toBe(true);
+  });
+
+  it('waits for work that started after drained() was called', async () => {
+    const inFlight = new InFlight();
+    const first = deferred();
+    inFlight.track(first.promise);
+    const drained = inFlight.drained();
+    const late = deferred();
+    inFlight.track(late.promise);
+    first.resolve();
+    expect(await settledNow(drained)).toBe(false);
+    late.resolve();
+    expect(await settledNow(drained)).toBe(true);
+  });
+});
