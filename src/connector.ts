@@ -13,7 +13,7 @@ import { instrumentLedger } from './ledger/instrumented.js';
 import { isSettled } from './ledger/run-status.js';
 import { createMemoryLedger } from './ledger/memory.js';
 import type { EvidenceWrite, IdempotencyScope, RunEvidence, RunLedger } from './ledger/types.js';
-import { connectorLogger, errorName, invocationLogger } from './internal/logger.js';
+import { connectorLogger, errorName, invocationLogger, writesAt } from './internal/logger.js';
 import { OPERATIONS } from './operations/index.js';
 import { MAX_JSON_DEPTH, MAX_JSON_VALUES, plainJsonCopy, type NotPlainJson } from './internal/plain-json.js';
 import type { JournalReading, OperationCall, OperationOutcome } from './operations/operation.js';
@@ -193,7 +193,7 @@ async function invokePipeline(
   try {
     if (!plain.ok) throw new HermesFailure('invalid_input', `The action is invalid: ${plain.why}`);
     const admitted = admit(deps, plain.value, rawContext, hostCancellation, internal, startedAt, admission);
-    result = await trace.within(() => dispatchOnce(deps, admitted));
+    result = await trace.within(dispatchOnce, deps, admitted);
     if (deps.journal) await journalStartedRun(deps.journal, admitted, result);
   } catch (error) {
     result = shapeResult(actionId, admission.entry, failedOutcome(error, false), undefined);
@@ -206,7 +206,7 @@ async function invokePipeline(
 /** The invocation's last log line and the end of its span. */
 function recordFinished(deps: PipelineDeps, { logger, trace, input }: Admission, result: AipActionResult, startedAt: number): void {
   // The bindings only when the line is written: most hosts do not log every invocation.
-  if (logger.isLevelEnabled('info')) {
+  if (writesAt(logger, 'info')) {
     logger.info(
       {
         status: result.status,
@@ -269,7 +269,7 @@ function admit(
   // Only validated input reaches the invocation's span (its run id).
   admission.input = input;
   checkIdempotencyKeyFormat(action);
-  enforceGates({ endpoint: entry.endpoint, declaration, action, context, now: deps.config.now(), hostCancellation });
+  enforceGates({ endpoint: entry.endpoint, declaration, action, context, now: startedAt, hostCancellation });
   admission.trace.admitted(context);
   return {
     entry,

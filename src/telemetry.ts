@@ -128,6 +128,7 @@ export class Telemetry {
  * timeout, a bad body) has the transport's code, else the connector's failure code.
  */
 export function endRequestSpan(span: Span, statusCode: number | undefined, errorType?: string): void {
+  if (span === UNTRACED) return;
   if (statusCode !== undefined) span.setAttribute('http.response.status_code', statusCode);
   const failed = statusCode !== undefined && statusCode >= 400 ? String(statusCode) : errorType;
   if (failed !== undefined) {
@@ -147,6 +148,7 @@ export function errorTypeOf(error: unknown): string {
 
 /** Ends a span as an error of this type, or as a success. */
 export function endSpan(span: Span, errorType: string | undefined): void {
+  if (span === UNTRACED) return;
   if (errorType !== undefined) {
     span.setAttribute('error.type', errorType);
     span.setStatus({ code: SpanStatusCode.ERROR });
@@ -208,15 +210,16 @@ export class InvocationTrace {
   constructor(telemetry: Telemetry, hostCancellation: boolean) {
     this.#telemetry = telemetry;
     this.#verb = hostCancellation ? 'aip.cancel' : 'aip.invoke';
-    this.span = telemetry.startInternal(this.#verb);
-    this.context = contextWith(this.span);
+    const parent = otelContext.active();
+    this.span = telemetry.startInternal(this.#verb, parent);
+    this.context = contextWith(this.span, parent);
     this.#startedAt = telemetry.metering ? performance.now() : 0;
     if (telemetry.metering) telemetry.activeInvocations.add(1);
   }
 
-  /** `work` run with the invocation's span active; untraced, the active context already is the invocation's. */
-  within<T>(work: () => T): T {
-    return this.span === UNTRACED ? work() : otelContext.with(this.context, work);
+  /** `work(a, b)` run with the invocation's span active; untraced, the active context already is the invocation's. */
+  within<A, B, T>(work: (a: A, b: B) => T, a: A, b: B): T {
+    return this.span === UNTRACED ? work(a, b) : otelContext.with(this.context, work, undefined, a, b);
   }
 
   resolved(invocation: ResolvedInvocation): void {

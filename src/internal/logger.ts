@@ -15,6 +15,11 @@ export function invocationLogger(base: Logger, bindings: { action_id: string; ca
   return base === silent ? silent : base.child(bindings);
 }
 
+/** Whether `logger` writes lines at `level`; without a host logger, no call into pino (this runs on every invocation). */
+export function writesAt(logger: Logger, level: 'trace' | 'info'): boolean {
+  return logger !== silent && logger.isLevelEnabled(level);
+}
+
 /** What a log line may say of an error: its class name only, since a driver's message may quote its connection string or SQL parameters. */
 export function errorName(error: unknown): string {
   return error instanceof Error ? error.name : typeof error;

@@ -1,4 +1,5 @@
 import { CallScope } from '../transport/call-scope.js';
+import { writesAt } from '../internal/logger.js';
 import { HermesFailure } from '../failures.js';
 import { buildHeaders } from '../transport/headers.js';
 import { exchange } from '../transport/http-exchange.js';
@@ -36,7 +37,7 @@ export async function callJson(call: OperationCall<unknown>, request: JsonReques
   let errorType: string | undefined;
   try {
     // The bindings object only when the line is written: most hosts do not log at trace.
-    if (call.logger.isLevelEnabled('trace')) call.logger.trace({ method: request.method, path }, 'hermes request');
+    if (writesAt(call.logger, 'trace')) call.logger.trace({ method: request.method, path }, 'hermes request');
     const limit = config.limits.maxJsonResponseBytes;
     const response = await exchange(
       call.pools.targetFor(endpoint),

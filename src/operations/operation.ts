@@ -91,9 +91,21 @@ export interface Route {
 export const RUNS_ROUTE: Route = { path: '/v1/runs', template: '/v1/runs' };
 
 /** The run handle as one percent-encoded path segment (schema already refused control characters, '.' and '..'). */
-export function runRoute(runId: string, suffix: '' | '/events' | '/approval' | '/stop'): Route {
-  return { path: `/v1/runs/${encodeURIComponent(runId)}${suffix}`, template: `/v1/runs/{run_id}${suffix}` };
+export function runRoute(runId: string, suffix: RunRouteSuffix): Route {
+  const segment = UNRESERVED.test(runId) ? runId : encodeURIComponent(runId);
+  return { path: `/v1/runs/${segment}${suffix}`, template: RUN_TEMPLATES[suffix] };
 }
+
+type RunRouteSuffix = '' | '/events' | '/approval' | '/stop';
+
+/** RFC 3986 unreserved characters, which percent-encoding leaves as they are (Hermes' run ids are made of them). */
+const UNRESERVED = /^[\w.~-]+$/;
+const RUN_TEMPLATES: Record<RunRouteSuffix, string> = {
+  '': '/v1/runs/{run_id}',
+  '/events': '/v1/runs/{run_id}/events',
+  '/approval': '/v1/runs/{run_id}/approval',
+  '/stop': '/v1/runs/{run_id}/stop',
+};
 
 export function checkRunId(runId: string): void {
   if (!isWellFormedText(runId)) throw new HermesFailure('invalid_input', '`run_id` is not well-formed Unicode');
