@@ -1,6 +1,5 @@
 import { EventEmitter } from 'node:events';
 import { SlotList } from '../internal/slot-list.js';
-import { ExpiryQueue } from './expiry-queue.js';
 
 export type AbortCause = 'cancelled' | 'closed' | 'deadline' | 'timeout';
 
@@ -24,8 +23,6 @@ export class ScopeSignal extends EventEmitter {
  */
 export class OpenCalls {
   readonly #scopes = new SlotList<CallScope>();
-  /** The deadlines and timeouts of the open calls, on one timer. */
-  readonly expiries = new ExpiryQueue<CallScope>();
   #closed = false;
 
   get closed(): boolean {
@@ -48,7 +45,6 @@ export class OpenCalls {
 
   delete(scope: CallScope): void {
     this.#scopes.remove(scope);
-    this.expiries.remove(scope);
   }
 }
 
@@ -81,14 +77,9 @@ export class CallScope {
   readonly #openCalls: OpenCalls;
   /** Made only when there is a caller signal to listen to (most calls have none). */
   #onParentAbort: (() => void) | undefined;
-  /** What its expiry aborts with: the AIP deadline or the operation timeout, whichever comes first. */
-  #expiryCause: AbortCause = 'deadline';
-  /** When it expires, on the performance.now() clock (Infinity: never). */
-  expiresAt = Infinity;
+  #timer: NodeJS.Timeout | undefined;
   /** Its place in its OpenCalls' list while it is open, else -1 (the list's bookkeeping). */
   slot = -1;
-  /** Its place in its OpenCalls' expiry queue, else -1 (the queue's bookkeeping). */
-  queueIndex = -1;
 
   constructor({ signal, openCalls, deadline, timeoutMs, now }: CallScopeOptions) {
     this.#parent = signal;
@@ -106,18 +97,9 @@ export class CallScope {
     const untilTimeout = timeoutMs ?? Infinity;
     const wait = Math.min(untilDeadline, untilTimeout);
     if (wait === Infinity) return;
-    this.#expiryCause = untilDeadline <= untilTimeout ? 'deadline' : 'timeout';
-    if (wait <= 0) {
-      this.#abort(this.#expiryCause);
-      return;
-    }
-    this.expiresAt = performance.now() + wait;
-    openCalls.expiries.add(this);
-  }
-
-  /** For the expiry queue: the deadline or the timeout has come. */
-  expire(): void {
-    this.#abort(this.#expiryCause);
+    const cause: AbortCause = untilDeadline <= untilTimeout ? 'deadline' : 'timeout';
+    if (wait <= 0) this.#abort(cause);
+    else this.#timer = setTimeout(() => this.#abort(cause), Math.min(wait, 2 ** 31 - 1));
   }
 
   /** Why the scope was aborted, if it was. */
@@ -186,6 +168,7 @@ export class CallScope {
   }
 
   dispose(): void {
+    clearTimeout(this.#timer);
     if (this.#onParentAbort) this.#parent?.removeEventListener('abort', this.#onParentAbort);
     this.#openCalls.delete(this);
   }
