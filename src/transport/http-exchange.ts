@@ -98,7 +98,8 @@ class BufferingHandler implements Dispatcher.DispatchHandler {
     this.#size += chunk.length;
     if (this.#size > this.#limit) this.#stopReading(controller);
     else if (this.#first === undefined) this.#first = chunk;
-    else (this.#more ??= []).push(chunk);
+    else if (this.#more === undefined) this.#more = [chunk];
+    else this.#more.push(chunk);
   }
 
   onResponseEnd(): void {
