@@ -125,6 +125,26 @@ describe('connection reset in the middle of the body', () => {
   });
 });
 
+describe('a JSON body in several reads', () => {
+  it.each(JSON_OPERATIONS)('%s: the body in three chunks with pauses between → completed with the whole body', async (operation) => {
+    const { status, body } = OK_BODY[operation];
+    const text = JSON.stringify(body);
+    const third = Math.ceil(text.length / 3);
+    const { connector } = await rig(async (exchange) => {
+      await exchange.head(status, { 'Content-Type': JSON_TYPE, 'Transfer-Encoding': 'chunked' });
+      for (let at = 0; at < text.length; at += third) {
+        await exchange.chunk(text.slice(at, at + third));
+        await exchange.sleep(5);
+      }
+      await exchange.endChunked();
+    });
+    const result = await invokeValid(connector, operation);
+    expect(result.status).toBe('completed');
+    expect(result.output).toMatchObject(body);
+    expect(result.receipt?.http_status).toBe(status);
+  });
+});
+
 describe('headers sent slowly', () => {
   it('one byte every few milliseconds, all within the deadline: the answer is used (control)', async () => {
     const { connector, server } = await rig(slowHeaders(3, 200, JSON.stringify(OK_BODY.run_status.body)));
