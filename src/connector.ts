@@ -218,6 +218,7 @@ function recordFinished(deps: PipelineDeps, { logger, trace, input }: Admission,
       'hermes action finished',
     );
   }
+  if (!trace.recording) return;
   trace.finish({
     status: result.status,
     errorCode: result.error?.code,
@@ -290,7 +291,7 @@ function admit(
 function dispatchOnce(deps: PipelineDeps, admitted: AdmittedAction): Promise<AipActionResult> {
   const { entry, action } = admitted;
   if (entry.schemas.declaration.contract.idempotency.requirement !== 'required')
-    return dispatch(deps, admitted).then((dispatched) => keepEvidence(deps, admitted, dispatched));
+    return dispatch(deps, admitted, KEEP_EVIDENCE).then(resultOf);
   const fail = (failure: HermesFailure) => shapeResult(action.id, entry, failedOutcome(failure, true), undefined);
   const scope = { capability_id: entry.capability.id, idempotency_key: scopedKey(action.idempotency_key as string, admitted.context.tenantId) };
   return deps.guard
@@ -302,7 +303,7 @@ function dispatchOnce(deps: PipelineDeps, admitted: AdmittedAction): Promise<Aip
       signal: admitted.context.signal,
       execute: async () => {
         const refusal = await spendApproval(deps, admitted, scope);
-        return refusal ? { result: fail(refusal) } : dispatch(deps, admitted);
+        return refusal ? { result: fail(refusal) } : dispatch(deps, admitted, LEAVE_EVIDENCE_TO_GUARD);
       },
       fail,
     })
@@ -346,8 +347,17 @@ async function spendApproval(deps: PipelineDeps, admitted: AdmittedAction, scope
   });
 }
 
-/** One provider call through the operation, its output checked; the result and the evidence to keep. Never throws. */
-async function dispatch(deps: PipelineDeps, admitted: AdmittedAction): Promise<GuardedOutcome> {
+/** Where a call's evidence goes: kept by dispatch() itself, or handed to the idempotency guard, which stores it with the record. */
+const KEEP_EVIDENCE = true;
+const LEAVE_EVIDENCE_TO_GUARD = false;
+const resultOf = ({ result }: GuardedOutcome): AipActionResult => result;
+
+/**
+ * One provider call through the operation, its output checked; the result and the evidence, which
+ * it keeps itself when asked (a call with no idempotency record to store it with: a failing ledger
+ * is logged and the result still returned). Never throws.
+ */
+async function dispatch(deps: PipelineDeps, admitted: AdmittedAction, keepEvidence: boolean): Promise<GuardedOutcome> {
   const { config } = deps;
   const { entry, action } = admitted;
   let httpStatus: number | undefined;
@@ -380,7 +390,14 @@ async function dispatch(deps: PipelineDeps, admitted: AdmittedAction): Promise<G
   const completedAt = config.now();
   const receipt = receiptFor(action, entry, httpStatus, admitted.startedAt, completedAt, outcome.output);
   const result = shapeResult(action.id, entry, outcome, receipt);
-  return { result, evidence: evidenceOf(admitted, result, completedAt) };
+  const evidence = evidenceOf(admitted, result, completedAt);
+  if (!keepEvidence || !evidence) return { result, evidence };
+  try {
+    await ('bind' in evidence ? deps.ledger.recordRun(evidence.bind) : deps.ledger.updateRun(evidence.update, evidence.patch));
+  } catch (error) {
+    admitted.logger.error({ err: errorName(error) }, 'run ledger failed to keep evidence');
+  }
+  return { result, evidence: undefined };
 }
 
 /** What the result tells the ledger: a started run's binding, or news about a bound run. */
@@ -392,24 +409,6 @@ function evidenceOf({ entry, action, input, context }: AdmittedAction, result: A
   const patch = operation.learnAboutRun?.(source);
   const run = { run_id: (input as { run_id: string }).run_id, endpoint_id: entry.endpoint.id, tenant_id: context.tenantId ?? null };
   return patch ? { update: run, patch } : undefined;
-}
-
-/**
- * Keeps the evidence of a call that has no idempotency record to store it with. A failing ledger
- * is logged and the result still returned. No async frame of its own: this runs on every status read.
- */
-function keepEvidence(deps: PipelineDeps, { logger }: AdmittedAction, { result, evidence }: GuardedOutcome): AipActionResult | Promise<AipActionResult> {
-  if (!evidence) return result;
-  const failed = (error: unknown) => {
-    logger.error({ err: errorName(error) }, 'run ledger failed to keep evidence');
-    return result;
-  };
-  try {
-    const write = 'bind' in evidence ? deps.ledger.recordRun(evidence.bind) : deps.ledger.updateRun(evidence.update, evidence.patch);
-    return write.then(() => result, failed);
-  } catch (error) {
-    return failed(error); // a custom ledger that throws rather than rejects
-  }
 }
 
 /** reconcile(): one status read per open binding; the pipeline records what it learns (404 → evidence lost). */

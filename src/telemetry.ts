@@ -217,6 +217,11 @@ export class InvocationTrace {
     if (telemetry.metering) telemetry.activeInvocations.add(1);
   }
 
+  /** Whether finish() records anything: a span that records, or metrics. */
+  get recording(): boolean {
+    return this.span !== UNTRACED || this.#telemetry.metering;
+  }
+
   /** `work(a, b)` run with the invocation's span active; untraced, the active context already is the invocation's. */
   within<A, B, T>(work: (a: A, b: B) => T, a: A, b: B): T {
     return this.span === UNTRACED ? work(a, b) : otelContext.with(this.context, work, undefined, a, b);

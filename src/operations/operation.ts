@@ -92,14 +92,11 @@ export const RUNS_ROUTE: Route = { path: '/v1/runs', template: '/v1/runs' };
 
 /** The run handle as one percent-encoded path segment (schema already refused control characters, '.' and '..'). */
 export function runRoute(runId: string, suffix: RunRouteSuffix): Route {
-  const segment = UNRESERVED.test(runId) ? runId : encodeURIComponent(runId);
-  return { path: `/v1/runs/${segment}${suffix}`, template: RUN_TEMPLATES[suffix] };
+  return { path: `/v1/runs/${encodeURIComponent(runId)}${suffix}`, template: RUN_TEMPLATES[suffix] };
 }
 
 type RunRouteSuffix = '' | '/events' | '/approval' | '/stop';
 
-/** RFC 3986 unreserved characters, which percent-encoding leaves as they are (Hermes' run ids are made of them). */
-const UNRESERVED = /^[\w.~-]+$/;
 const RUN_TEMPLATES: Record<RunRouteSuffix, string> = {
   '': '/v1/runs/{run_id}',
   '/events': '/v1/runs/{run_id}/events',

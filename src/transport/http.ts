@@ -190,13 +190,15 @@ export function isSuccess(statusCode: number): boolean {
 }
 
 /**
- * The JSON value of a success read by exchange() with jsonReading(), with the endpoint's key
+ * The JSON value of a success read by exchange() with jsonBodyLimit(), with the endpoint's key
  * redacted. Bodies that are not JSON, too large, undecodable, unparsable or nested too deep are
  * `invalid_response`.
  */
 export function jsonBodyOf(response: BufferedResponse, limit: number, endpoint: ResolvedEndpoint): unknown {
-  if (!isJsonContentType(response.headers['content-type'])) throw invalidBody(response, endpoint, 'a success response that is not JSON');
-  if (response.body === undefined) throw invalidBody(response, endpoint, `a body larger than ${limit} bytes`);
+  // jsonBodyLimit() reads a success's body only when it is JSON: without one, the type or the size refused it.
+  if (response.body === undefined) {
+    throw invalidBody(response, endpoint, isJsonContentType(response.headers['content-type']) ? `a body larger than ${limit} bytes` : 'a success response that is not JSON');
+  }
   const text = decodeUtf8(response.body);
   if (text === undefined) throw invalidBody(response, endpoint, 'a body that is not valid UTF-8');
   try {
