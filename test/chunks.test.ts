@@ -3,6 +3,7 @@ import { OpenCalls } from '../src/transport/call-scope.js';
 import { ChunkPublisher, chunkKindOf } from '../src/chunks.js';
 import { HermesFailure } from '../src/failures.js';
 import type { AipStreamChunk, HermesSseEvent } from '../src/types.js';
+import { deferred } from './helpers/deferred.js';
 
 const TERMINAL = new Set(['run.completed', 'run.failed', 'run.cancelled']);
 
@@ -17,17 +18,6 @@ function recorder(): { chunks: AipStreamChunk[]; publisher: ChunkPublisher } {
 
 async function publishAll(publisher: ChunkPublisher, events: HermesSseEvent[]): Promise<void> {
   for (const event of events) await publisher.publishEvent(event, TERMINAL.has(event.event));
-}
-
-/** A promise with its resolve/reject exposed (Node 20 has no Promise.withResolvers). */
-function deferred(): { promise: Promise<void>; resolve: () => void; reject: (error: unknown) => void } {
-  let resolve!: () => void;
-  let reject!: (error: unknown) => void;
-  const promise = new Promise<void>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  return { promise, resolve, reject };
 }
 
 /** Lets every pending microtask and one macrotask run. */

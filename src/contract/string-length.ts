@@ -1,7 +1,7 @@
-import { _, str, type KeywordCxt, type KeywordDefinition } from 'ajv/dist/2020.js';
+import { _, type Code, type KeywordCxt, type KeywordDefinition, type Name, str } from 'ajv/dist/2020.js';
 
 /** A string's length as JSON Schema counts it: code points, a lone surrogate counting as one (as Ajv counts). */
-export function codePoints(text: string): number {
+function codePoints(text: string): number {
   let count = text.length;
   for (let index = 0; index < text.length - 1; index++) {
     if (isHighSurrogate(text.charCodeAt(index)) && isLowSurrogate(text.charCodeAt(index + 1))) {
@@ -23,30 +23,26 @@ const isLowSurrogate = (code: number) => code >= 0xdc00 && code <= 0xdfff;
  * Ajv's `runtime/ucs2length`, a CommonJS module whose default export ESM loaders disagree on.
  */
 export const STRING_LENGTH_KEYWORDS: KeywordDefinition[] = [
-  {
-    keyword: 'maxLength',
-    type: 'string',
-    schemaType: 'number',
-    error: {
-      message: ({ schemaCode }) => str`must NOT have more than ${schemaCode} characters`,
-      params: ({ schemaCode }) => _`{limit: ${schemaCode}}`,
-    },
-    code(cxt: KeywordCxt) {
-      const count = cxt.gen.scopeValue('func', { ref: codePoints });
-      cxt.fail(_`${cxt.data}.length > ${cxt.schema} && ${count}(${cxt.data}) > ${cxt.schema}`);
-    },
-  },
-  {
-    keyword: 'minLength',
-    type: 'string',
-    schemaType: 'number',
-    error: {
-      message: ({ schemaCode }) => str`must NOT have fewer than ${schemaCode} characters`,
-      params: ({ schemaCode }) => _`{limit: ${schemaCode}}`,
-    },
-    code(cxt: KeywordCxt) {
-      const count = cxt.gen.scopeValue('func', { ref: codePoints });
-      cxt.fail(_`${cxt.data}.length < ${2 * (cxt.schema as number)} && ${count}(${cxt.data}) < ${cxt.schema}`);
-    },
-  },
+  lengthKeyword('maxLength', 'more', (text, limit, count) => _`${text}.length > ${limit} && ${count}(${text}) > ${limit}`),
+  lengthKeyword('minLength', 'fewer', (text, limit, count) => _`${text}.length < ${2 * limit} && ${count}(${text}) < ${limit}`),
 ];
+
+/** A keyword that fails when `fails` holds, given the string, the schema's limit and the code point counter. */
+function lengthKeyword(
+  keyword: 'maxLength' | 'minLength',
+  comparison: 'more' | 'fewer',
+  fails: (text: Name, limit: number, count: Name) => Code,
+): KeywordDefinition {
+  return {
+    keyword,
+    type: 'string',
+    schemaType: 'number',
+    error: {
+      message: ({ schemaCode }) => str`must NOT have ${comparison} than ${schemaCode} characters`,
+      params: ({ schemaCode }) => _`{limit: ${schemaCode}}`,
+    },
+    code(cxt: KeywordCxt) {
+      cxt.fail(fails(cxt.data, cxt.schema as number, cxt.gen.scopeValue('func', { ref: codePoints })));
+    },
+  };
+}

@@ -1,15 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { InFlight } from '../../src/internal/in-flight.js';
-
-function deferred() {
-  let resolve!: () => void;
-  let reject!: (error: Error) => void;
-  const promise = new Promise<void>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  return { promise, resolve, reject };
-}
+import { deferred } from '../helpers/deferred.js';
 
 /** Whether `promise` has settled once every reaction queued so far has run. */
 async function settledNow(promise: Promise<unknown>): Promise<boolean> {
