@@ -290,8 +290,7 @@ function admit(
 /** Operations whose contract requires a key reach Hermes at most once per (capability, key). */
 function dispatchOnce(deps: PipelineDeps, admitted: AdmittedAction): Promise<AipActionResult> {
   const { entry, action } = admitted;
-  if (entry.schemas.declaration.contract.idempotency.requirement !== 'required')
-    return dispatch(deps, admitted, KEEP_EVIDENCE).then(resultOf);
+  if (entry.schemas.declaration.contract.idempotency.requirement !== 'required') return dispatch(deps, admitted, KEEP_EVIDENCE).then(resultOf);
   const fail = (failure: HermesFailure) => shapeResult(action.id, entry, failedOutcome(failure, true), undefined);
   const scope = { capability_id: entry.capability.id, idempotency_key: scopedKey(action.idempotency_key as string, admitted.context.tenantId) };
   return deps.guard

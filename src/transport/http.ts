@@ -197,7 +197,11 @@ export function isSuccess(statusCode: number): boolean {
 export function jsonBodyOf(response: BufferedResponse, limit: number, endpoint: ResolvedEndpoint): unknown {
   // jsonBodyLimit() reads a success's body only when it is JSON: without one, the type or the size refused it.
   if (response.body === undefined) {
-    throw invalidBody(response, endpoint, isJsonContentType(response.headers['content-type']) ? `a body larger than ${limit} bytes` : 'a success response that is not JSON');
+    throw invalidBody(
+      response,
+      endpoint,
+      isJsonContentType(response.headers['content-type']) ? `a body larger than ${limit} bytes` : 'a success response that is not JSON',
+    );
   }
   const text = decodeUtf8(response.body);
   if (text === undefined) throw invalidBody(response, endpoint, 'a body that is not valid UTF-8');
