@@ -258,8 +258,8 @@ function admit(
   const entry = deps.registry.resolve(action.capability_id);
   if (!entry) throw new HermesFailure('unsupported_capability', 'No capability of this connector has that id');
   admission.entry = entry;
-  admission.trace.resolved({ actionId: action.id, capabilityId: entry.capability.id, endpointId: entry.endpoint.id, operation: entry.operation });
-  admission.logger = invocationLogger(deps.logger, { action_id: action.id, capability_id: entry.capability.id, endpoint_id: entry.endpoint.id });
+  admission.trace.resolved(action.id, entry.capability.id, entry.endpoint.id, entry.operation);
+  admission.logger = invocationLogger(deps.logger, action.id, entry.capability.id, entry.endpoint.id);
   const context = checkContext(rawContext);
   const { declaration } = entry.schemas;
   const deadline = context.deadline ?? startedAt + declaration.contract.sla.timeout_ms;

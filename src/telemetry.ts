@@ -176,14 +176,6 @@ export function contextWith(span: Span, parent: Context = otelContext.active()):
   return span === UNTRACED ? parent : trace.setSpan(parent, span);
 }
 
-/** What an invocation's span learns once its capability is resolved. */
-export interface ResolvedInvocation {
-  actionId: string;
-  capabilityId: string;
-  endpointId: string;
-  operation: string;
-}
-
 /** What an invocation's span and metrics record about its result. */
 export interface InvocationOutcome {
   status: string;
@@ -227,17 +219,17 @@ export class InvocationTrace {
     return this.span === UNTRACED ? work(a, b) : otelContext.with(this.context, work, undefined, a, b);
   }
 
-  resolved(invocation: ResolvedInvocation): void {
-    this.#operation = invocation.operation;
-    this.#endpointId = invocation.endpointId;
+  resolved(actionId: string, capabilityId: string, endpointId: string, operation: string): void {
+    this.#operation = operation;
+    this.#endpointId = endpointId;
     if (!this.span.isRecording()) return;
-    this.span.updateName(`${this.#verb} ${invocation.operation}`);
+    this.span.updateName(`${this.#verb} ${operation}`);
     this.span.setAttributes(
       boundedAttributes({
-        'aip.action_id': invocation.actionId,
-        'aip.capability_id': invocation.capabilityId,
-        'hermes.endpoint_id': invocation.endpointId,
-        'hermes.operation': invocation.operation,
+        'aip.action_id': actionId,
+        'aip.capability_id': capabilityId,
+        'hermes.endpoint_id': endpointId,
+        'hermes.operation': operation,
       }),
     );
   }

@@ -10,9 +10,9 @@ export function connectorLogger(host: Logger | undefined): Logger {
   return host ? host.child({ component: 'aip-connector-hermes-agent' }, { redact: { paths: REDACT_PATHS, censor: '[REDACTED]' } }) : silent;
 }
 
-/** One child per invocation, so every line names its action, capability and endpoint. */
-export function invocationLogger(base: Logger, bindings: { action_id: string; capability_id?: string; endpoint_id?: string }): Logger {
-  return base === silent ? silent : base.child(bindings);
+/** One child per invocation, so every line names its action, capability and endpoint (no bindings built for the silent logger). */
+export function invocationLogger(base: Logger, actionId: string, capabilityId: string, endpointId: string): Logger {
+  return base === silent ? silent : base.child({ action_id: actionId, capability_id: capabilityId, endpoint_id: endpointId });
 }
 
 /** Whether `logger` writes lines at `level`; without a host logger, no call into pino (this runs on every invocation). */

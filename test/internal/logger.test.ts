@@ -40,5 +40,5 @@ test('redaction covers credential fields a host logs through the connector logge
 test('without a host logger the connector logs nothing', () => {
   const logger = connectorLogger(undefined);
   expect(logger.level).toBe('silent');
-  expect(invocationLogger(logger, { action_id: 'a' })).toBe(logger);
+  expect(invocationLogger(logger, 'act_a', 'cap:hermes_agent:local:run_status', 'local')).toBe(logger);
 });
