@@ -31,7 +31,7 @@ describe('InFlight', () => {
     expect(await settledNow(drained)).toBe(true);
   });
 
-  it('waits for work that started after drained() was called', async () => {
+  it('does not wait for work that started after drained() was called: a caller that keeps starting work cannot hold it open', async () => {
     const inFlight = new InFlight();
     const first = deferred();
     inFlight.track(first.promise);
@@ -39,8 +39,10 @@ describe('InFlight', () => {
     const late = deferred();
     inFlight.track(late.promise);
     first.resolve();
-    expect(await settledNow(drained)).toBe(false);
-    late.resolve();
     expect(await settledNow(drained)).toBe(true);
+    const next = inFlight.drained();
+    expect(await settledNow(next)).toBe(false);
+    late.resolve();
+    expect(await settledNow(next)).toBe(true);
   });
 });
