@@ -89,6 +89,17 @@ export function createMessageHandler(deps: MessageHandlerDeps): MessageHandler {
     deps.logger?.error({ err: error instanceof Error ? error.name : typeof error, stage }, 'connector host message failed');
   const replay = new ReplayGuard(deps.ledger, now, logError('purge replay store'));
   const running = new Map<string, RunningAction>();
+  // Every action's controller while it executes (by id, `running` keeps only the latest of a retried action).
+  const executing = new Set<AbortController>();
+  // One listener aborts them all when the host gives up, rather than AbortSignal.any per action: on Node 20
+  // a combined signal stays among a long-lived source's dependants for the life of the process.
+  deps.stopSignal?.addEventListener(
+    'abort',
+    () => {
+      for (const controller of executing) controller.abort();
+    },
+    { once: true },
+  );
   const binding: ExecutionBinding = {
     connector: deps.connector,
     tenantId: deps.pinned.tenantId,
@@ -127,12 +138,14 @@ export function createMessageHandler(deps: MessageHandlerDeps): MessageHandler {
   const execute = async (request: Envelope, action: Record<string, unknown>, pinnedRoute: PinnedRoute): Promise<MessageAnswer> => {
     const forwarded = connectorAction(action, deps.pinned.tenantId);
     const entry: RunningAction = { action: forwarded, controller: new AbortController(), settled: Promise.resolve() };
+    if (deps.stopSignal?.aborted) entry.controller.abort();
     running.set(forwarded.id, entry);
+    executing.add(entry.controller);
     const delivery = streamDelivery(request, action, pinnedRoute, entry.controller.signal);
     try {
       const context = executionContext(binding, origin(request), {
         deadline: actionDeadline(deps.connector, action, now()),
-        signal: withStop(entry.controller.signal, deps.stopSignal),
+        signal: entry.controller.signal,
         ...(pinnedRoute.approval === undefined ? {} : { approval: approvalGrant(pinnedRoute.approval, action) }),
         ...(delivery === undefined ? {} : { onChunk: delivery.deliver }),
       });
@@ -141,6 +154,7 @@ export function createMessageHandler(deps: MessageHandlerDeps): MessageHandler {
       const result = await invocation;
       return answerResult(request, wireActionResult(result, undeliveredNotes(delivery?.report, forwarded.id)));
     } finally {
+      executing.delete(entry.controller);
       if (running.get(forwarded.id) === entry) running.delete(forwarded.id);
     }
   };
@@ -152,7 +166,7 @@ export function createMessageHandler(deps: MessageHandlerDeps): MessageHandler {
       { target: deps.pinned.callbackTarget, key: deps.key, signer: deps.pinned.host, now, ...attemptTimeout(deps.callbackAttemptTimeoutMs) },
       { route, recipient: request.from },
       correlation(request),
-      withStop(signal, deps.stopSignal),
+      signal,
     );
   };
 
@@ -344,10 +358,6 @@ function correlation(request: Envelope): Pick<Envelope, 'session_id' | 'correlat
     ...(request.session_id === undefined ? {} : { session_id: request.session_id }),
     ...(request.correlation_id === undefined ? {} : { correlation_id: request.correlation_id }),
   };
-}
-
-function withStop(signal: AbortSignal, stop: AbortSignal | undefined): AbortSignal {
-  return stop === undefined ? signal : AbortSignal.any([signal, stop]);
 }
 
 function attemptTimeout(ms: number | undefined): { attemptTimeoutMs?: number } {

@@ -73,7 +73,26 @@ describe('cancel', () => {
   });
 });
 
+/**
+ * The signals Node keeps linked to `signal` for AbortSignal.any (an internal set; none on a Node that
+ * keeps them otherwise, where the leak this guards against would need another probe).
+ */
+function dependantsOf(signal: AbortSignal): number {
+  const key = Object.getOwnPropertySymbols(signal).find((symbol) => symbol.description === 'kDependantSignals');
+  return key === undefined ? 0 : ((signal as unknown as Record<symbol, Set<unknown> | undefined>)[key]?.size ?? 0);
+}
+
 describe('the host’s stop signal', () => {
+  it('is not linked to each action: a long-running host keeps nothing per action on it', async () => {
+    const stopping = await startHost({ sim: host.sim });
+    const { runId } = await started();
+    for (let nth = 0; nth < 20; nth++) {
+      const status = { id: actionId(), capability_id: cap('run_status'), input: { run_id: runId } };
+      expect(resultOf(await stopping.post(signed(actionEnvelope(stopping, status))))).toMatchObject({ status: 'completed' });
+    }
+    expect(dependantsOf(stopping.stop.signal)).toBe(0);
+  });
+
   it('aborts the actions in flight: a read waiting on a run answers cancelled at once', async () => {
     const stopping = await startHost({ sim: host.sim });
     const { runId } = await started();
