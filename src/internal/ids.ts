@@ -29,11 +29,6 @@ export function typedId(prefix: 'rcpt_' | 'act_' | 'msg_' | 'corr_', now: number
   return `${prefix}${stampHex}7${poolHex.slice(at + 13, at + 16)}${VARIANT_DIGIT[poolHex.charCodeAt(at + 16)]}${poolHex.slice(at + 17, at + 32)}`;
 }
 
-/** Whether the text is well-formed Unicode (no lone surrogate). A native scan: a `\p{Cs}` regexp cost more than the rest of an id's checks. */
-export function isWellFormedText(text: string): boolean {
-  return text.isWellFormed();
-}
-
 /**
  * Whether every ledger stores and finds this identifier exactly: SQLite and PostgreSQL turn a
  * lone surrogate into U+FFFD, and PostgreSQL text cannot hold NUL.

@@ -4,7 +4,6 @@ import type { OpenCalls } from '../transport/call-scope.js';
 import type { ChunkPublisher } from '../chunks.js';
 import type { ResolvedConfig, ResolvedEndpoint } from '../config.js';
 import { HermesFailure } from '../failures.js';
-import { isWellFormedText } from '../internal/ids.js';
 import type { EndpointPools } from '../transport/http.js';
 import type { OperationDeclaration } from '../contract/schemas.js';
 import type { Telemetry } from '../telemetry.js';
@@ -105,6 +104,6 @@ const RUN_TEMPLATES: Record<RunRouteSuffix, string> = {
 };
 
 export function checkRunId(runId: string): void {
-  if (!isWellFormedText(runId)) throw new HermesFailure('invalid_input', '`run_id` is not well-formed Unicode');
+  if (!runId.isWellFormed()) throw new HermesFailure('invalid_input', '`run_id` is not well-formed Unicode');
   if (Buffer.byteLength(runId) > MAX_RUN_ID_BYTES) throw new HermesFailure('invalid_input', `\`run_id\` is longer than ${MAX_RUN_ID_BYTES} bytes`);
 }
