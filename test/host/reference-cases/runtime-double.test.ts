@@ -25,7 +25,7 @@ interface Vector {
   document: Record<string, any>;
 }
 
-const vectors: Vector[] = readFileSync(new URL('../../../../shared/reference/aip-vectors/samples.jsonl', import.meta.url), 'utf8')
+const vectors: Vector[] = readFileSync(new URL('../../../fixtures/aip-vectors/samples.jsonl', import.meta.url), 'utf8')
   .split('\n')
   .filter((line) => line.trim() !== '')
   .map((line) => JSON.parse(line) as Vector);

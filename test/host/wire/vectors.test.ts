@@ -1,4 +1,4 @@
-/** The reference's own signed vectors (shared/reference/aip-vectors/samples.jsonl), reproduced byte for byte. */
+/** The reference's own signed vectors (fixtures/aip-vectors/samples.jsonl, copied from shared/reference/aip-vectors), reproduced byte for byte. */
 import { describe, expect, it } from 'vitest';
 import { signControlRequest, verifyControlRequest, verifyControlResponse } from '../../../src/host/wire/control.js';
 import { type Envelope, type Principal, signEnvelope, verifyEnvelopeText } from '../../../src/host/wire/envelope.js';

@@ -1,4 +1,4 @@
-/** The reference's signed vectors (shared/reference/aip-vectors/samples.jsonl), each with its document's raw text. */
+/** The reference's signed vectors (copied from shared/reference/aip-vectors/samples.jsonl into fixtures/, so the suite runs without shared/), each with its document's raw text. */
 import { readFileSync } from 'node:fs';
 
 export interface Vector {
@@ -12,7 +12,7 @@ export interface Vector {
   documentText: string;
 }
 
-const VECTORS_FILE = new URL('../../../../shared/reference/aip-vectors/samples.jsonl', import.meta.url);
+const VECTORS_FILE = new URL('../../../fixtures/aip-vectors/samples.jsonl', import.meta.url);
 
 export function loadVectors(): Vector[] {
   return readFileSync(VECTORS_FILE, 'utf8')
