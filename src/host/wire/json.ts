@@ -1,3 +1,5 @@
+import { OUT_OF_RANGE, readSerdeNumber, reserialiseSerdeNumber, type SerdeNumber, writeSerdeFloat } from './serde-number.js';
+
 /**
  * JSON exactly as the reference runtime (Rust serde_json with `preserve_order`, no `arbitrary_precision`)
  * writes it: compact, its string escaping, its number formatting. Signatures on the AIP hop cover these bytes.
@@ -5,63 +7,41 @@
 
 export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 
-/** A number as it appeared in parsed text; serialised the way serde_json re-serialises that lexeme. */
+/** A number as it appeared in parsed text, with what serde_json reads from it. */
 export class NumberLexeme {
-  constructor(readonly lexeme: string) {}
+  constructor(
+    readonly lexeme: string,
+    readonly read: SerdeNumber,
+  ) {}
 }
 
-const U64_MAX = (1n << 64n) - 1n;
-const INTEGER_LEXEME = /^-?\d+$/;
-const I64_MIN = -(1n << 63n);
+/** Above this magnitude a double's shortest text may be out of serde_json's range (its parse can round past the largest double). */
+const NEAR_F64_MAX = 1.79e308;
 
 /**
- * A JS number as serde_json writes it. Integral numbers in the i64/u64 range are integers on the Rust side
- * (exact digits); anything else is an f64, written by ryu (`serdeFloat`). Non-finite numbers serialise as null.
+ * The text we send for a JS number: integral numbers in the i64/u64 range as integers (exact digits), anything
+ * else as serde_json writes an f64. Non-finite numbers, and the rare double next to the largest one that
+ * serde_json's parse would take out of range, are null (serde_json writes a non-finite f64 as null).
  */
 export function serdeNumber(n: number): string {
   // Below 2^53 String() writes the exact digits (and "0" for -0, as BigInt does); beyond it only BigInt does.
   if (Number.isSafeInteger(n)) return String(n);
   if (!Number.isFinite(n)) return 'null';
   if (Number.isInteger(n) && n >= -(2 ** 63) && n < 2 ** 64) return BigInt(n).toString();
-  return serdeFloat(n);
+  const text = writeSerdeFloat(n);
+  return Math.abs(n) > NEAR_F64_MAX && readSerdeNumber(text) === OUT_OF_RANGE ? 'null' : text;
 }
 
 /**
- * An f64 in the format of ryu's `format64` (crate ryu, src/pretty/mod.rs), which serde_json uses: the shortest
- * round-trip digits d (length L) with decimal point position kk (value = 0.d × 10^kk), then
- *   0 ≤ kk−L and kk ≤ 16  → digits, zero padding, ".0"        (1e15 → "1000000000000000.0")
- *   0 < kk ≤ 16           → digits with the point inside        ("12.34")
- *   −5 < kk ≤ 0           → "0." + (−kk zeros) + digits         ("0.0001234")
- *   otherwise             → "d" or "d.ddd", "e", kk−1 (no "+")  ("1e16", "1.5e-7")
- * Zero is "0.0" (negative zero "-0.0"). JS `toExponential()` yields the same shortest digits.
+ * What the reference verifies for a number we send as `text`: serde_json's re-serialisation of its parse of
+ * exactly that text (a float of 16–17 significant digits can come back one double away).
  */
-export function serdeFloat(n: number): string {
-  if (!Number.isFinite(n)) return 'null';
-  if (n === 0) return Object.is(n, -0) ? '-0.0' : '0.0';
-  const sign = n < 0 ? '-' : '';
-  const [mantissa = '', exponent = '0'] = Math.abs(n).toExponential().split('e');
-  const digits = mantissa.replace('.', '');
-  const length = digits.length;
-  const kk = Number(exponent) + 1;
-  if (kk - length >= 0 && kk <= 16) return `${sign}${digits}${'0'.repeat(kk - length)}.0`;
-  if (kk > 0 && kk <= 16) return `${sign}${digits.slice(0, kk)}.${digits.slice(kk)}`;
-  if (kk > -5 && kk <= 0) return `${sign}0.${'0'.repeat(-kk)}${digits}`;
-  const fraction = length === 1 ? '' : `.${digits.slice(1)}`;
-  return `${sign}${digits[0]}${fraction}e${kk - 1}`;
+function signedNumber(text: string): string {
+  const reserialised = reserialiseSerdeNumber(text);
+  return reserialised === OUT_OF_RANGE ? 'null' : reserialised;
 }
 
-/**
- * How serde_json re-serialises a number lexeme it parsed into a `Value`: an integer lexeme that fits u64
- * (or i64 when negative, except "-0") stays as written; anything else becomes an f64 (`1e3` → `1000.0`, `-0` → `-0.0`).
- */
-export function serdeLexeme(lexeme: string): string {
-  if (INTEGER_LEXEME.test(lexeme) && lexeme !== '-0') {
-    if (lexeme.length < 16) return lexeme;
-    const value = BigInt(lexeme);
-    if (value >= I64_MIN && value <= U64_MAX) return lexeme;
-  }
-  return serdeFloat(Number(lexeme));
-}
+const writeRead = (read: SerdeNumber): string => ('integer' in read ? read.integer : writeSerdeFloat(read.float));
 
 /** A character that needs an escape (`"`, `\\`, U+0000–U+001F) or a surrogate (checked for pairing): only then the slow path. */
 const NEEDS_CARE = /["\\\uD800-\uDFFF]|[^\x20-\uFFFF]/;
@@ -102,14 +82,15 @@ function serialise(value: unknown, sorted: boolean): string | undefined {
     case 'string':
       return serdeString(value);
     case 'number':
-      return serdeNumber(value);
+      // Integers read back as they are written; only a float can change in serde_json's parse.
+      return sorted && !Number.isSafeInteger(value) ? signedNumber(serdeNumber(value)) : serdeNumber(value);
     case 'bigint':
       return value.toString();
     case 'boolean':
       return value ? 'true' : 'false';
     case 'object':
       if (value === null) return 'null';
-      if (value instanceof NumberLexeme) return serdeLexeme(value.lexeme);
+      if (value instanceof NumberLexeme) return sorted ? writeRead(value.read) : value.lexeme;
       if (Array.isArray(value)) return serialiseArray(value, sorted);
       return serialiseObject(value as Record<string, unknown>, sorted);
     default:
@@ -138,12 +119,17 @@ function serialiseObject(object: Record<string, unknown>, sorted: boolean): stri
   return `${text}}`;
 }
 
-/** The canonical form signatures cover: keys sorted by code point at every depth, compact, serde escaping and numbers; undefined skipped. */
+/**
+ * The canonical form signatures cover, which is what the reference re-serialises after parsing what we send
+ * (`wireJson`): keys sorted by code point at every depth, compact, serde escaping, and every number as serde_json
+ * writes what it read from its sent text (a number parsed from a peer's text: what serde_json read from it).
+ * Undefined is skipped.
+ */
 export function canonicalJson(value: unknown): string {
   return serialise(value, true) ?? 'null';
 }
 
-/** What we send: compact, insertion order, serde escaping and numbers (a fixed point of a serde re-serialisation when the order is Rust's). */
+/** What we send: compact, insertion order, serde escaping; numbers as `serdeNumber` writes them, a parsed lexeme as it was read. */
 export function wireJson(value: unknown): string {
   return serialise(value, false) ?? 'null';
 }
@@ -179,8 +165,11 @@ class WireParser {
     return value;
   }
 
-  private fail(what: string): never {
-    throw new WireSyntaxError(`${what} at position ${this.at}`);
+  /** serde_json's wording: "… at line L column C", C counted from 1 (in UTF-16 units here, bytes there). */
+  private fail(what: string, at = this.at): never {
+    const lineStart = this.text.lastIndexOf('\n', at - 1) + 1;
+    const line = (this.text.slice(0, lineStart).match(/\n/g)?.length ?? 0) + 1;
+    throw new WireSyntaxError(`${what} at line ${line} column ${at - lineStart + 1}`);
   }
 
   private skipWhitespace(): void {
@@ -204,8 +193,11 @@ class WireParser {
     NUMBER.lastIndex = this.at;
     const number = NUMBER.exec(this.text);
     if (number === null) this.fail('expected a value');
+    const read = readSerdeNumber(number[0]);
+    // serde_json refuses it (pointing at its last character), so the reference cannot have signed it: never read it as null.
+    if (read === OUT_OF_RANGE) this.fail(OUT_OF_RANGE, NUMBER.lastIndex - 1);
     this.at = NUMBER.lastIndex;
-    return new NumberLexeme(number[0]);
+    return new NumberLexeme(number[0], read);
   }
 
   private string(): string {
@@ -304,9 +296,9 @@ export function parseWire(text: string): ParsedWire | { error: string } {
   };
 }
 
-/** A parsed tree with its number lexemes turned into JS numbers. */
+/** A parsed tree with its number lexemes turned into JS numbers: the values serde_json read (an integer beyond 2^53 rounded). */
 export function plainJson(node: unknown): Json {
-  if (node instanceof NumberLexeme) return Number(node.lexeme);
+  if (node instanceof NumberLexeme) return 'integer' in node.read ? Number(node.read.integer) : node.read.float;
   if (Array.isArray(node)) return node.map(plainJson);
   if (node === null || typeof node !== 'object') return node as Json;
   const object: { [k: string]: Json } = {};

@@ -1,14 +1,15 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { canonicalJson, parseWire, serdeFloat, serdeLexeme, serdeNumber, wireJson } from '../../../src/host/wire/json.js';
+import { canonicalJson, parseWire, serdeNumber, wireJson } from '../../../src/host/wire/json.js';
+import { readSerdeNumber, reserialiseSerdeNumber, writeSerdeFloat } from '../../../src/host/wire/serde-number.js';
 
 const SEED = 20261202;
 const RUNS = { seed: SEED, numRuns: 2000 };
 
 /**
- * ryu's `format64` layout (crate ryu, src/pretty/mod.rs), rebuilt from JavaScript's own shortest digits (String(n)
+ * serde_json's f64 layout (ryu's `format64` thresholds, with a signed exponent), rebuilt from JavaScript's own shortest digits (String(n)
  * yields the same shortest round-trip digits, laid out by ECMAScript's different thresholds): digits d of length L,
- * point position kk; integral and kk ≤ 16 → "ddd00.0"; 0 < kk ≤ 16 → "dd.dd"; −5 < kk ≤ 0 → "0.000dd"; else "d.ddde<kk−1>".
+ * point position kk; integral and kk ≤ 16 → "ddd00.0"; 0 < kk ≤ 16 → "dd.dd"; −5 < kk ≤ 0 → "0.000dd"; else "d.ddde±<kk−1>".
  */
 function expectedRyu(n: number): string {
   if (n === 0) return Object.is(n, -0) ? '-0.0' : '0.0';
@@ -24,7 +25,7 @@ function expectedRyu(n: number): string {
   if (integral && kk <= 16) return `${sign}${digits.padEnd(kk, '0')}.0`;
   if (kk > 0 && kk <= 16) return `${sign}${digits.slice(0, kk)}.${digits.slice(kk)}`;
   if (kk > -5 && kk <= 0) return `${sign}0.${'0'.repeat(-kk)}${digits}`;
-  return `${sign}${digits[0]}${digits.length > 1 ? `.${digits.slice(1)}` : ''}e${kk - 1}`;
+  return `${sign}${digits[0]}${digits.length > 1 ? `.${digits.slice(1)}` : ''}e${kk > 0 ? '+' : ''}${kk - 1}`;
 }
 
 /** serde_json's escaping, written out: `"`, `\`, \b \f \n \r \t, other controls as lowercase \u00xx, everything else raw. */
@@ -54,75 +55,62 @@ describe('serdeNumber', () => {
     expect(serdeNumber(2 ** 63)).toBe('9223372036854775808');
     expect(serdeNumber(-(2 ** 63))).toBe('-9223372036854775808');
     expect(serdeNumber(2 ** 64 - 2048)).toBe('18446744073709549568');
-    expect(serdeNumber(2 ** 64)).toBe('1.8446744073709552e19');
-    expect(serdeNumber(-(2 ** 63) - 2048)).toBe('-9.223372036854778e18');
+    expect(serdeNumber(2 ** 64)).toBe('1.8446744073709552e+19');
+    expect(serdeNumber(-(2 ** 63) - 2048)).toBe('-9.223372036854778e+18');
   });
 
-  it('writes other numbers as ryu does', () => {
+  it('writes other numbers as serde_json writes an f64', () => {
     const cases: Array<[number, string]> = [
       [1.5, '1.5'],
       [0.1, '0.1'],
-      [1e21, '1e21'],
+      [1e21, '1e+21'],
       [1.5e-7, '1.5e-7'],
       [1e-7, '1e-7'],
       [0.00001, '0.00001'],
       [0.000001, '1e-6'],
       [123.456, '123.456'],
-      [1e300, '1e300'],
+      [1e300, '1e+300'],
       [5e-324, '5e-324'],
-      [Number.MAX_VALUE, '1.7976931348623157e308'],
+      [Number.MAX_VALUE, '1.7976931348623157e+308'],
       [-2.5e-5, '-0.000025'],
     ];
     for (const [n, text] of cases) expect(serdeNumber(n)).toBe(text);
-    expect(serdeFloat(1)).toBe('1.0');
-    expect(serdeFloat(1e15)).toBe('1000000000000000.0');
-    expect(serdeFloat(1e16)).toBe('1e16');
-    expect(serdeFloat(1.2345e16)).toBe('1.2345e16');
-    expect(serdeFloat(-0)).toBe('-0.0');
+    expect(writeSerdeFloat(1)).toBe('1.0');
+    expect(writeSerdeFloat(1e15)).toBe('1000000000000000.0');
+    expect(writeSerdeFloat(1e16)).toBe('1e+16');
+    expect(writeSerdeFloat(1.2345e16)).toBe('1.2345e+16');
+    expect(writeSerdeFloat(-0)).toBe('-0.0');
     expect(serdeNumber(Number.NaN)).toBe('null');
     expect(serdeNumber(Number.POSITIVE_INFINITY)).toBe('null');
   });
 
-  it('equals the ryu layout of the shortest digits, for any double', () => {
+  it('equals serde_json\'s layout of the shortest digits, for any double', () => {
     fc.assert(
       fc.property(fc.double({ noNaN: true, noDefaultInfinity: true }), (n) => {
-        expect(serdeFloat(n)).toBe(expectedRyu(n));
+        expect(writeSerdeFloat(n)).toBe(expectedRyu(n));
         if (!Number.isInteger(n) || Math.abs(n) >= 2 ** 63) expect(serdeNumber(n)).toBe(expectedRyu(n));
       }),
       RUNS,
     );
   });
 
-  it('is a fixed point of parse → serdeNumber, and reads back the same double', () => {
+  it('sends a text JavaScript reads back as the same double, and signs what serde_json reads from that text', () => {
     fc.assert(
       fc.property(fc.double({ noNaN: true, noDefaultInfinity: true }), (n) => {
         const text = serdeNumber(n);
-        expect(serdeLexeme(text)).toBe(text);
-        expect(serdeNumber(JSON.parse(text) as number)).toBe(text);
         expect(Object.is(JSON.parse(text), n) || (n === 0 && Number.isInteger(n))).toBe(true);
+        expect(wireJson([n])).toBe(`[${text}]`);
+        expect(canonicalJson([n])).toBe(`[${reserialiseSerdeNumber(text)}]`);
       }),
       RUNS,
     );
   });
-});
 
-describe('serdeLexeme (a number read from text, as serde re-serialises it)', () => {
-  it('keeps integer lexemes in range and turns the rest into f64 text', () => {
-    const cases: Array<[string, string]> = [
-      ['1000', '1000'],
-      ['1e3', '1000.0'],
-      ['1E+3', '1000.0'],
-      ['1.0', '1.0'],
-      ['1.50', '1.5'],
-      ['-0', '-0.0'],
-      ['0', '0'],
-      ['-0.0', '-0.0'],
-      ['18446744073709551615', '18446744073709551615'],
-      ['18446744073709551616', '1.8446744073709552e19'],
-      ['-9223372036854775808', '-9223372036854775808'],
-      ['-9223372036854775809', '-9.223372036854776e18'],
-    ];
-    for (const [lexeme, text] of cases) expect(serdeLexeme(lexeme)).toBe(text);
+  it('signs a Hermes timestamp that serde_json reads one double away as serde_json writes it back', () => {
+    // 1796300632.7149935 is a shortest round-trip form; serde_json's two roundings land on the next double.
+    const timestamp = 1796300632.7149935;
+    expect(wireJson({ timestamp })).toBe('{"timestamp":1796300632.7149935}');
+    expect(canonicalJson({ timestamp })).toBe('{"timestamp":1796300632.7149937}');
   });
 });
 
@@ -256,7 +244,7 @@ describe('parseWire', () => {
 });
 
 describe('parseWire agrees with JSON.parse on what it accepts', () => {
-  it('parses any JSON text JSON.parse parses to the same value, whitespace included', () => {
+  it('parses any JSON text JSON.parse parses to the same value (numbers as serde_json reads them), whitespace included', () => {
     /** JSON with `pad` around every structural character (never inside a string). */
     const spaced = (value: unknown, pad: string): string => {
       if (Array.isArray(value)) return `[${pad}${value.map((item) => spaced(item, pad)).join(`${pad},${pad}`)}${pad}]`;
@@ -266,10 +254,20 @@ describe('parseWire agrees with JSON.parse on what it accepts', () => {
       }
       return JSON.stringify(value);
     };
+    /** JSON.parse's value with each number as serde_json reads its text (JSON.stringify's, as `spaced` writes it). */
+    const asSerdeReads = (value: unknown): unknown => {
+      if (typeof value === 'number') {
+        const read = readSerdeNumber(JSON.stringify(value));
+        return typeof read === 'object' && 'float' in read ? read.float : value;
+      }
+      if (Array.isArray(value)) return value.map(asSerdeReads);
+      if (value !== null && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, asSerdeReads(item)]));
+      return value;
+    };
     fc.assert(
       fc.property(fc.jsonValue(), fc.constantFrom('', ' ', '\n\t', '\r\n '), (value, pad) => {
         const text = `${pad}${spaced(value, pad)}${pad}`;
-        expect(mustParse(text).value).toEqual(JSON.parse(text));
+        expect(mustParse(text).value).toEqual(asSerdeReads(JSON.parse(text)));
       }),
       { seed: SEED, numRuns: 500 },
     );
