@@ -1,10 +1,11 @@
 /**
- * `hermes-aip host` in front of the real Hermes 0.20.1 (the release the host is qualified
- * against), driven through the runtime double as a reference runtime would: run_start, then
- * run_status, then a streaming run_events whose chunks reach the callback ingress, each answer
- * passing every central check.
+ * `hermes-aip host` in front of every installed real Hermes, driven through the runtime double as a
+ * reference runtime would: run_start, then run_status, then a streaming run_events whose chunks reach
+ * the callback ingress, each answer passing every central check. The double reads numbers as
+ * serde_json does, so Hermes' own `time.time()` timestamps (17 significant digits, about one in five
+ * read one double away) must be signed as the reference reads them for any chunk or result to verify.
  */
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, expect, test } from 'vitest';
 import type { RunEventsOutput } from 'aip-connector-hermes-agent';
 import { runAction, runStartAction, startRuntime, closeDeployments, waitForReady } from '../helpers/aip-runtime/deployment-fixture.js';
 import { expectSignedResult } from '../helpers/aip-runtime/expectations.js';
@@ -13,18 +14,24 @@ import type { AipRuntime } from '../helpers/aip-runtime/runtime.js';
 import { startHermesWithFakeModel } from '../helpers/real-hermes.js';
 import type { FakeModel } from 'aip-connector-hermes-agent/fake-model';
 import type { RealHermes } from '../helpers/real-hermes.js';
-import { HERMES_VERSIONS, SCENARIO_TIMEOUT_MS, START_TIMEOUT_MS } from './support.js';
+import { describeEachRelease, SCENARIO_TIMEOUT_MS, START_TIMEOUT_MS } from './support.js';
 
-const RELEASE = '0.20.1';
+/** The non-integral numbers anywhere in a value: Hermes' event timestamps among them. */
+function floatsIn(value: unknown): number[] {
+  if (typeof value === 'number') return Number.isInteger(value) ? [] : [value];
+  if (Array.isArray(value)) return value.flatMap(floatsIn);
+  if (value !== null && typeof value === 'object') return Object.values(value).flatMap(floatsIn);
+  return [];
+}
 
-describe.skipIf(!HERMES_VERSIONS.includes(RELEASE))(`hermes-aip host over real Hermes ${RELEASE}`, { timeout: SCENARIO_TIMEOUT_MS }, () => {
+describeEachRelease('hermes-aip host over real Hermes %s', { timeout: SCENARIO_TIMEOUT_MS }, (release) => {
   let hermes: RealHermes;
   let model: FakeModel;
   let runtime: AipRuntime;
   let host: HostProcess;
 
   beforeAll(async () => {
-    ({ hermes, model } = await startHermesWithFakeModel({ version: RELEASE }));
+    ({ hermes, model } = await startHermesWithFakeModel({ version: release }));
     runtime = await startRuntime();
     host = await launchHost({ runtime, hermes: { url: hermes.baseUrl, apiKey: hermes.apiKey } });
     await waitForReady(host, 200, 60_000);
@@ -60,6 +67,9 @@ describe.skipIf(!HERMES_VERSIONS.includes(RELEASE))(`hermes-aip host over real H
     const sequences = records.map((record) => record.chunk!.sequence);
     expect(sequences).toEqual(sequences.map((_, index) => index));
     expect(records.at(-1)!.chunk!.kind).toBe('done');
+    // Hermes' float timestamps crossed the hop inside signed chunks and the signed result, and verified.
+    expect(floatsIn(records.map((record) => record.chunk)).length).toBeGreaterThan(0);
+    expect(floatsIn(output).length).toBeGreaterThan(0);
     expect(host.stderr()).not.toContain(hermes.apiKey);
   });
 });

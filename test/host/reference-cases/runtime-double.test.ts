@@ -264,6 +264,26 @@ describe('the callback ingress double', () => {
     expect(canonicalJson(ingress.records[0]!.chunk)).toBe(canonicalJson(chunk));
   });
 
+  it('reads numbers as serde_json does: refuses a chunk signed over the timestamp as sent when serde_json reads it one double away', async () => {
+    const route = await withRoute();
+    // serde_json's default parse reads 1796300632.7149935 as 1796300632.7149937 (fixtures/aip-vectors/serde-json-floats.jsonl).
+    const chunk = { action_id: route.action_id, sequence: 0, kind: 'data', data: { event: 'message.delta', timestamp: 1796300632.7149935 } };
+    const text = chunkText(route, chunk);
+    expect(text).toContain('"timestamp":1796300632.7149935');
+    const sent = JSON.parse(text) as Envelope & { security: Record<string, unknown> };
+    const { signature: _signature, ...unsignedSecurity } = sent.security;
+    // A signer that signs the text it sends (as the host did before it emulated serde_json's parse).
+    const signedAsSent = canonicalJson({ ...sent, security: unsignedSecurity }).replace('1796300632.7149937', '1796300632.7149935');
+    expect(signedAsSent).toContain('"timestamp":1796300632.7149935');
+    const naive = wireJson({ ...sent, security: { ...unsignedSecurity, signature: hostKey.sign(signedAsSent) } });
+    const refused = await deliver(naive);
+    expect(refused.status).toBe(401);
+    expect(ingress.records[0]!.problems).toContain('the signature does not verify over the canonical envelope');
+    const accepted = await deliver(text);
+    expect(accepted.status).toBe(200);
+    expect(ingress.accepted(route.action_id)).toEqual([{ ...chunk, data: { ...chunk.data, timestamp: 1796300632.7149937 } }]);
+  });
+
   it('refuses a chunk once no central execution waits for the action (ingest_assigned_connector_stream_chunk), 401', async () => {
     const route = await withRoute();
     const chunk = { action_id: route.action_id, sequence: 0, kind: 'data', data: { n: 1 } };
