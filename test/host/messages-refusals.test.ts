@@ -63,6 +63,26 @@ describe('400: schema and decode, unsigned', () => {
     const envelope = signed(actionEnvelope(host, statusAction()));
     expect(await host.post(envelope, 'text/plain')).toMatchObject({ status: 415, body: 'Expected request with `Content-Type: application/json`' });
   });
+
+  it('a number serde_json refuses (a signed null changed to 1e400 in transit) → 400 plain text, as the reference answers; nothing executes', async () => {
+    const startAction = () => {
+      const id = actionId();
+      return { id, capability_id: cap('run_start'), input: { body: { input: 'hi', note: null } }, idempotency_key: `k-${id}` };
+    };
+    const runsBefore = host.sim.runs().length;
+    for (const huge of ['1e400', '-1e400', '1.7976931348623159e308']) {
+      const text = signed(actionEnvelope(host, startAction())).replace('"note":null', `"note":${huge}`);
+      expect(text).toContain(huge);
+      const answer = await host.post(text);
+      expect(answer).toMatchObject({ status: 400, contentType: expect.stringContaining('text/plain') });
+      expect(answer.body).toMatch(/^Failed to parse the request body as JSON: number out of range at line 1 column \d+$/);
+    }
+    expect(host.sim.runs().length).toBe(runsBefore);
+    // The same action with its null intact executes: the refusal was the number's alone.
+    const intact = await host.post(signed(actionEnvelope(host, startAction())));
+    expect(resultOf(intact).status, intact.body).toBe('completed');
+    expect(host.sim.runs().length).toBe(runsBefore + 1);
+  });
 });
 
 describe('401: signature, signer and sender', () => {
