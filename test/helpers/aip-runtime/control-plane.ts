@@ -79,10 +79,17 @@ function leaseOutcome(lease: ReplicaLease): Outcome {
 }
 
 /** The problems a reference control plane would refuse a decoded request for (signature, signer, time window). */
-function verificationProblems(request: NonNullable<ControlRecord['request']>, signature: unknown, trusted: readonly string[], now: number): string[] {
+/** `signedBytes`: the canonical form of the typed request as parsed from its text (numbers as serde_json read them). */
+function verificationProblems(
+  request: NonNullable<ControlRecord['request']>,
+  signedBytes: string,
+  signature: unknown,
+  trusted: readonly string[],
+  now: number,
+): string[] {
   const problems: string[] = [];
   if (!trusted.includes(request.signer_did)) problems.push(`signer_did ${request.signer_did} is not a registered host DID`);
-  if (typeof signature !== 'string' || !verifyWithDid(request.signer_did, canonicalJson(request), signature))
+  if (typeof signature !== 'string' || !verifyWithDid(request.signer_did, signedBytes, signature))
     problems.push('signature does not verify over the canonical request');
   const issued = parseRfc3339(request.issued_at);
   const expires = parseRfc3339(request.expires_at);
@@ -187,8 +194,8 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     return answer(applied);
   };
 
-  const answerDecoded = (entry: ControlRecord, signature: unknown, response: ServerResponse, at: number): void => {
-    entry.problems.push(...verificationProblems(entry.request!, signature, options.hostDids(), at));
+  const answerDecoded = (entry: ControlRecord, signedBytes: string, signature: unknown, response: ServerResponse, at: number): void => {
+    entry.problems.push(...verificationProblems(entry.request!, signedBytes, signature, options.hostDids(), at));
     const answer = decide(entry.request!, entry.problems, at);
     entry.status = answer.status;
     if (answer.outcome) entry.outcome = answer.outcome;
@@ -211,14 +218,14 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     entry.text = body.text;
     const parsed = parseWire(body.text);
     if ('error' in parsed) return refuse(400, `Failed to parse the request body as JSON: ${parsed.error}`);
-    const decoded = reserialize.signedControlRequest(parsed.value);
+    const decoded = reserialize.signedControlRequest(parsed.tree);
     if (!decoded.ok) return refuse(422, `Failed to deserialize the JSON body into the target type: ${decoded.reason}`);
     const value = decoded.value as { request: NonNullable<ControlRecord['request']>; signature?: unknown };
     entry.request = value.request;
     entry.operation = value.request.command.operation;
     entry.requestId = value.request.request_id;
     if (wireJson(value) !== body.text) entry.problems.push('body is not byte-equal to its reference re-serialisation');
-    answerDecoded(entry, value.signature, response, arrivedAt);
+    answerDecoded(entry, canonicalJson((decoded.tree as { request: unknown }).request), value.signature, response, arrivedAt);
   };
 
   const server: LoopbackServer = await startLoopbackServer(handle, () =>
