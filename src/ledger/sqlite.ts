@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { closeSync, openSync, statSync } from 'node:fs';
+import { closeSync, openSync, type Stats, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { ConnectorConfigError } from '../config.js';
@@ -104,11 +104,20 @@ function prepareLedgerFile(path: string): void {
 }
 
 function refuseWritableByOthers(path: string): void {
-  const mode = statSync(path, { throwIfNoEntry: false })?.mode;
-  if (mode === undefined || (mode & 0o022) === 0) return;
-  const octal = (mode & 0o7777).toString(8).padStart(4, '0');
+  const stat = statOrUndefined(path);
+  // Anything but a file that can be read (a folder given by mistake, a path through a file) SQLite refuses in its own words.
+  if (!stat?.isFile() || (stat.mode & 0o022) === 0) return;
+  const octal = (stat.mode & 0o7777).toString(8).padStart(4, '0');
   throw new ConnectorConfigError(
     'insecure_ledger_file',
     `createSqliteLedger: ${path} is writable by its group or others (mode ${octal}); it holds run inputs, outputs and journals: chmod go-w it`,
   );
+}
+
+function statOrUndefined(path: string): Stats | undefined {
+  try {
+    return statSync(path, { throwIfNoEntry: false });
+  } catch {
+    return undefined;
+  }
 }
