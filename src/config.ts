@@ -23,6 +23,7 @@ export type ConfigErrorCode =
   | 'invalid_dispatcher'
   | 'invalid_clock'
   | 'invalid_ledger'
+  | 'insecure_ledger_file'
   | 'invalid_journal'
   | 'ledger_unavailable';
 

@@ -126,8 +126,8 @@ function startJournal(deps: PipelineDeps, read: (follow: FollowRead) => Promise<
   const { journal: options, ledger } = deps.config;
   const store = journalStoreOf(ledger);
   if (!options || !store) return undefined;
-  const endpointIds = deps.config.endpoints.map((endpoint) => endpoint.id);
-  const followers = new RunJournal({ store, endpointIds, options, now: deps.config.now, logger: deps.logger, read, seqOf });
+  const scopes = deps.config.endpoints.map(({ id, tenantId }) => (tenantId === undefined ? { endpoint_id: id } : { endpoint_id: id, tenant_id: tenantId }));
+  const followers = new RunJournal({ store, scopes, options, now: deps.config.now, logger: deps.logger, read, seqOf });
   followers.start();
   return { followers, reading: { store, safetyRereadMs: options.leaseMs } };
 }

@@ -181,7 +181,7 @@ Settings: the reference bootstrap's AIP_CONNECTOR_HOST_* variables (see docs/aip
   _CONTROL_ENDPOINT, _CONTROL_DID[_FILE], _CALLBACK_ENDPOINT, _SIGNING_SEED_FILE (owner-only,
   64 hex), _GATEWAY_PRINCIPAL_ID, _GATEWAY_DID[_FILE], _TRUST_DOMAIN, _TENANT_ID, _TYPE_ID,
   _VERSION_ID, _INSTANCE_ID, _REPLICA_ID, _MEMBERSHIP_ID, _ARTIFACT_DIGEST, _SECRET_PROVIDER_REF,
-  _MAX_IN_FLIGHT (32), _LEASE_TTL_MS (30000), _HEARTBEAT_MS (10000), _DRAIN_TIMEOUT_MS (30000).
+  _MAX_IN_FLIGHT (32), _LEASE_TTL_MS (30000), _HEARTBEAT_MS (10000), _DRAIN_TIMEOUT_MS (20000).
 A bad setting is one line naming the variable, exit 2, before anything listens.
 The run ledger must be durable: AIP_CONNECTOR_HOST_DATABASE_URL_FILE (an owner-only file holding
 a PostgreSQL URL), else the config file's "ledger" or HERMES_LEDGER.

@@ -19,14 +19,22 @@ import { type CredentialVerdict, createMessageHandler, type MessageHandler } fro
 import { HostStatus } from './metrics.js';
 import { createReadiness } from './readiness.js';
 import { createHostServer, type HostServer } from './server.js';
-import { type HostSettings, HostSettingError, loadCredentialPolicy, loadHostSettings, loadSigningKey, revisionAuthorized } from './settings.js';
+import {
+  type HostSettings,
+  HostSettingError,
+  loadCredentialPolicy,
+  loadHostSettings,
+  loadSigningKey,
+  revisionAuthorized,
+  shutdownBudgetMs,
+} from './settings.js';
 import type { Principal } from './wire/envelope.js';
 import { wireJson } from './wire/json.js';
 import type { SigningKey } from './wire/keys.js';
 import { bindManifestToHost, manifestDigest } from './wire/manifest.js';
 
-/** Margin kept, out of the reference's drain timeout + 5 s, for stopping the server, `offline` and closing. */
-const SHUTDOWN_MARGIN_MS = 4_000;
+/** Kept, out of the shutdown margin, for closing the connector and its ledger once `offline` is answered. */
+const CLOSING_MS = 1_000;
 /** How long answers cancelled at the drain timeout may take to be written before connections are cut. */
 const CANCELLED_ANSWER_GRACE_MS = 1_000;
 
@@ -262,7 +270,7 @@ interface Shutdown {
 async function shutdown({ settings, status, keeper, server, stop, logger }: Shutdown): Promise<number> {
   const started = Date.now();
   const drainDeadline = started + settings.limits.drainTimeoutMs;
-  const finalDeadline = drainDeadline + SHUTDOWN_MARGIN_MS;
+  const finalDeadline = started + shutdownBudgetMs(settings.limits) - CLOSING_MS;
   status.draining = true;
   logger.info({ in_flight: status.inFlight, drain_timeout_ms: settings.limits.drainTimeoutMs }, 'AIP connector host draining');
   const drained = await beforeDeadline(keeper.drain(), finalDeadline - CANCELLED_ANSWER_GRACE_MS, 'drain', logger);

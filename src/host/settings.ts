@@ -35,6 +35,14 @@ export interface HostLimits {
   readonly maxRequestBytes: number;
 }
 
+/** Past the drain timeout, until the exit: stopping the server, `offline`, closing the connector and its ledger (the reference's 5 s). */
+export const SHUTDOWN_MARGIN_MS = 5_000;
+
+/** The longest the host takes from SIGTERM to its exit: what a termination grace period must cover. */
+export function shutdownBudgetMs(limits: Pick<HostLimits, 'drainTimeoutMs'>): number {
+  return limits.drainTimeoutMs + SHUTDOWN_MARGIN_MS;
+}
+
 /** An outbound target (callbacks, provider events) and its network exceptions. */
 export interface OutboundTarget {
   readonly url: string;
@@ -130,7 +138,7 @@ export const HOST_VARIABLES: ReadonlyArray<{ name: string; default: string; mean
   { name: 'MAX_IN_FLIGHT', default: '32', meaning: 'concurrent actions (429 connector_host.capacity beyond)' },
   { name: 'LEASE_TTL_MS', default: '30000', meaning: 'lease lifetime, 1000 to 300000' },
   { name: 'HEARTBEAT_MS', default: '10000', meaning: 'heartbeat interval, at most half the lease TTL' },
-  { name: 'DRAIN_TIMEOUT_MS', default: '30000', meaning: 'how long SIGTERM waits for in-flight actions, 1 to 300000' },
+  { name: 'DRAIN_TIMEOUT_MS', default: '20000', meaning: 'how long SIGTERM waits for in-flight actions, 1 to 300000' },
   { name: 'HEALTH_TIMEOUT_MS', default: '2000', meaning: 'readiness probe deadline, 1 to 30000' },
   { name: 'CONTROL_TIMEOUT_MS', default: '5000', meaning: 'control-plane request deadline, 1 to 30000' },
 ];
@@ -447,7 +455,8 @@ function limits(read: Reader): HostLimits {
     maxInFlight: read.integer('MAX_IN_FLIGHT', 32, 1, 4_294_967_295),
     leaseTtlMs,
     heartbeatMs,
-    drainTimeoutMs: read.integer('DRAIN_TIMEOUT_MS', 30_000, 1, 300_000),
+    // Not the reference's 30 s: with the shutdown margin the host must exit within Kubernetes' default 30 s grace.
+    drainTimeoutMs: read.integer('DRAIN_TIMEOUT_MS', 20_000, 1, 300_000),
     healthTimeoutMs: read.integer('HEALTH_TIMEOUT_MS', 2_000, 1, 30_000),
     controlTimeoutMs: read.integer('CONTROL_TIMEOUT_MS', 5_000, 1, 30_000),
     maxRequestBytes: MAX_REQUEST_BYTES,

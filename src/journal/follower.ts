@@ -4,7 +4,7 @@ import type { AipActionResult, AipStreamChunk, HermesSseEvent, RunEventsOutput }
 import { TERMINAL_EVENTS, TERMINAL_STATUSES } from '../contract/hermes-vocabulary.js';
 import { errorName } from '../internal/logger.js';
 import { AppendWriter, type WriterStop } from './append-writer.js';
-import type { EventsLost, JournalClose, JournalKey, JournalRecord, JournalStore, ResolvedJournalOptions } from './types.js';
+import type { EventsLost, JournalClose, JournalKey, JournalRecord, JournalScope, JournalStore, ResolvedJournalOptions } from './types.js';
 
 /** One read of a run's event stream, through the connector's run_events path (never the journal itself). */
 export interface FollowRead {
@@ -19,8 +19,8 @@ export interface FollowRead {
 
 export interface RunJournalDeps {
   store: JournalStore;
-  /** The endpoints this connector can read: only their journals are taken over. */
-  endpointIds: readonly string[];
+  /** The endpoints this connector can read, each with the tenant it serves: only their journals are taken over and purged. */
+  scopes: readonly JournalScope[];
   options: ResolvedJournalOptions;
   now: () => number;
   logger: Logger;
@@ -258,8 +258,8 @@ export class RunJournal {
     const { store, options, now } = this.#deps;
     try {
       this.#totalBytes = await store.totalBytes();
-      await store.purge(now() - options.retentionMs);
-      const taken = await store.takeOver(this.owner, now(), now() + options.leaseMs, TAKEOVER_BATCH, this.#deps.endpointIds);
+      await store.purge(now() - options.retentionMs, this.#deps.scopes);
+      const taken = await store.takeOver(this.owner, now(), now() + options.leaseMs, TAKEOVER_BATCH, this.#deps.scopes);
       for (const record of taken) this.#enqueue({ record, takenOver: true });
     } catch (error) {
       this.#logFailure(error, 'sweep');

@@ -8,6 +8,19 @@ export interface JournalKey {
 }
 
 /**
+ * Journals a connector may take over and purge: those of one of its endpoints, and of a tenant that
+ * endpoint serves. An endpoint bound to a tenant serves only that tenant (the tenant gate refuses any
+ * other, and its Hermes is that tenant's); an unbound one serves every tenant, as the gate lets any
+ * through. So two connectors of two tenants sharing a ledger and an endpoint id never touch each
+ * other's journals when their endpoints are bound to their tenants.
+ */
+export interface JournalScope {
+  endpoint_id: string;
+  /** The tenant the endpoint is bound to; absent: any tenant, or none. */
+  tenant_id?: string;
+}
+
+/**
  * following: a follower holds it (through its lease) and appends; complete: the terminal event is in it;
  * reconciled: the stream ended without one and a status read found the run terminal; truncated: a limit
  * (events, bytes, total bytes, the follow deadline) stopped it; abandoned: the run could no longer be read.
@@ -73,16 +86,16 @@ export interface JournalStore {
   /** Extends every following journal the owner holds. */
   renewOwned(owner: string, leaseExpiresAt: number): Promise<void>;
   /**
-   * Takes over up to `limit` following journals of these endpoints whose lease expired before `now`
-   * (a replica configured with other endpoints leaves theirs alone); returns them as now held.
+   * Takes over up to `limit` following journals within `scopes` whose lease expired before `now`
+   * (a replica configured with other endpoints or tenants leaves theirs alone); returns them as now held.
    */
-  takeOver(owner: string, now: number, leaseExpiresAt: number, limit: number, endpointIds: readonly string[]): Promise<JournalRecord[]>;
+  takeOver(owner: string, now: number, leaseExpiresAt: number, limit: number, scopes: readonly JournalScope[]): Promise<JournalRecord[]>;
   /** Events after `afterSequence`, in order, at most `limit`. */
   events(key: JournalKey, afterSequence: number, limit: number): Promise<JournalEntry[]>;
   /** Bytes of every stored journal. */
   totalBytes(): Promise<number>;
-  /** Deletes journals closed at or before `closedBefore`, with their events; returns how many. */
-  purge(closedBefore: number): Promise<number>;
+  /** Deletes journals within `scopes` closed at or before `closedBefore`, with their events; returns how many. */
+  purge(closedBefore: number, scopes: readonly JournalScope[]): Promise<number>;
   /** Calls `onChange` after any append or close of the journal that is committed (from any replica the backend can reach). */
   subscribe(key: JournalKey, onChange: () => void): () => void;
 }

@@ -1,5 +1,5 @@
 import type { HermesSseEvent } from '../contract/aip.js';
-import type { EventsLost, JournalKey, JournalRecord, JournalState, JournalStore } from '../journal/types.js';
+import type { EventsLost, JournalKey, JournalRecord, JournalScope, JournalState, JournalStore } from '../journal/types.js';
 import type { SqlStatement } from './group-commit.js';
 import type { JournalTail } from './journal-tail.js';
 import { tenantScope } from './migrations.js';
@@ -92,14 +92,14 @@ export function createSqlJournal(db: () => Promise<JournalSql>, tail: JournalTai
     async renewOwned(owner, leaseExpiresAt) {
       await (await db()).run(`UPDATE run_journals SET lease_expires_at = ? WHERE owner = ? AND state = 'following'`, [leaseExpiresAt, owner]);
     },
-    async takeOver(owner, now, leaseExpiresAt, limit, endpointIds) {
-      if (endpointIds.length === 0) return [];
+    async takeOver(owner, now, leaseExpiresAt, limit, scopes) {
+      if (scopes.length === 0) return [];
       const sql = await db();
-      const endpoints = endpointIds.map(() => '?').join(', ');
+      const within = scoped(scopes);
       const expired = await sql.all(
-        `SELECT ${COLUMNS} FROM run_journals WHERE state = 'following' AND lease_expires_at <= ? AND endpoint_id IN (${endpoints})
+        `SELECT ${COLUMNS} FROM run_journals WHERE state = 'following' AND lease_expires_at <= ? AND (${within.sql})
          ORDER BY lease_expires_at LIMIT ?`,
-        [now, ...endpointIds, limit],
+        [now, ...within.params, limit],
       );
       const taken: JournalRecord[] = [];
       for (const candidate of expired.map(toJournal)) {
@@ -124,9 +124,14 @@ export function createSqlJournal(db: () => Promise<JournalSql>, tail: JournalTai
       const rows = await (await db()).all('SELECT COALESCE(SUM(bytes), 0) AS total FROM run_journals', []);
       return Number(rows[0]?.total ?? 0);
     },
-    async purge(closedBefore) {
+    async purge(closedBefore, scopes) {
+      if (scopes.length === 0) return 0;
       const sql = await db();
-      const closed = await sql.all(`SELECT tenant_scope, endpoint_id, run_id FROM run_journals WHERE state <> 'following' AND closed_at <= ?`, [closedBefore]);
+      const within = scoped(scopes);
+      const closed = await sql.all(
+        `SELECT tenant_scope, endpoint_id, run_id FROM run_journals WHERE state <> 'following' AND closed_at <= ? AND (${within.sql})`,
+        [closedBefore, ...within.params],
+      );
       for (const row of closed) {
         const params = [row.tenant_scope, row.endpoint_id, row.run_id];
         await sql.runTogether([
@@ -138,6 +143,18 @@ export function createSqlJournal(db: () => Promise<JournalSql>, tail: JournalTai
     },
     subscribe: (key, onChange) => tail.subscribe(journalTopic(key), onChange),
   };
+}
+
+/** The condition that selects journals within `scopes` (at least one). */
+function scoped(scopes: readonly JournalScope[]): { sql: string; params: string[] } {
+  const params: string[] = [];
+  const conditions = scopes.map(({ endpoint_id, tenant_id }) => {
+    params.push(endpoint_id);
+    if (tenant_id === undefined) return 'endpoint_id = ?';
+    params.push(tenantScope(tenant_id));
+    return '(endpoint_id = ? AND tenant_scope = ?)';
+  });
+  return { sql: conditions.join(' OR '), params };
 }
 
 function toJournal(row: Row): JournalRecord {

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { closeSync, openSync, type Stats, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { ConnectorConfigError } from '../config.js';
@@ -25,6 +26,7 @@ export function openSqliteExecutor(options: SqliteLedgerOptions): SqlExecutor {
     throw new ConnectorConfigError('invalid_ledger', 'createSqliteLedger needs a `path`');
   }
   const Database = loadOptional<typeof BetterSqlite3>('better-sqlite3', 'better-sqlite3@12', 'createSqliteLedger');
+  if (options.path !== ':memory:') prepareLedgerFile(options.path);
   const db = new Database(options.path);
   db.pragma('journal_mode = WAL');
   db.pragma('busy_timeout = 5000');
@@ -85,4 +87,37 @@ export function openSqliteExecutor(options: SqliteLedgerOptions): SqlExecutor {
     },
   };
   return executor;
+}
+
+/**
+ * The ledger holds run inputs, outputs and journal text: an existing file (or the -wal and -shm
+ * files SQLite keeps beside it) that others may write is refused, and a new one is created
+ * owner-only before SQLite opens it, since SQLite gives its -wal and -shm files the database's mode.
+ */
+function prepareLedgerFile(path: string): void {
+  for (const file of [path, `${path}-wal`, `${path}-shm`]) refuseWritableByOthers(file);
+  try {
+    closeSync(openSync(path, 'wx', 0o600));
+  } catch {
+    // It exists (and was checked above), or SQLite's own open fails and says why in its words.
+  }
+}
+
+function refuseWritableByOthers(path: string): void {
+  const stat = statOrUndefined(path);
+  // Anything but a file that can be read (a folder given by mistake, a path through a file) SQLite refuses in its own words.
+  if (!stat?.isFile() || (stat.mode & 0o022) === 0) return;
+  const octal = (stat.mode & 0o7777).toString(8).padStart(4, '0');
+  throw new ConnectorConfigError(
+    'insecure_ledger_file',
+    `createSqliteLedger: ${path} is writable by its group or others (mode ${octal}); it holds run inputs, outputs and journals: chmod go-w it`,
+  );
+}
+
+function statOrUndefined(path: string): Stats | undefined {
+  try {
+    return statSync(path, { throwIfNoEntry: false });
+  } catch {
+    return undefined;
+  }
 }

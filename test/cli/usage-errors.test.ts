@@ -3,7 +3,7 @@
  * interrupted invoke exits 130, and no usage error ever echoes an argument's value: a key pasted
  * in the wrong place must not end up in a terminal log.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { expectOneErrorLine, finished, runCli, simulatorWithConfig, spawnCli, tempDir, waitForOutput } from './helpers.js';
@@ -22,6 +22,15 @@ describe('hermes-aip: a bad HERMES_LEDGER setting', { timeout: 60_000 }, () => {
         return `sqlite:${join(folder, 'notes.db')}`;
       },
       /run ledger .*notes\.db: .*not a database/,
+    ],
+    [
+      'a file its group or others may write',
+      (folder: string) => {
+        writeFileSync(join(folder, 'shared.db'), '');
+        chmodSync(join(folder, 'shared.db'), 0o666);
+        return `sqlite:${join(folder, 'shared.db')}`;
+      },
+      /shared\.db is writable by its group or others \(mode 0666\)/,
     ],
   ])('%s: one clear line and exit 2, for invoke and manifest', async (_name, setting, message) => {
     const folder = tempDir();

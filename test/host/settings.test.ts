@@ -3,7 +3,7 @@ import { chmodSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { inspect } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { HOST_VARIABLES, HostSettingError, loadHostSettings } from '../../src/host/settings.js';
+import { HOST_VARIABLES, HostSettingError, loadHostSettings, SHUTDOWN_MARGIN_MS, shutdownBudgetMs } from '../../src/host/settings.js';
 import { type HostEnv, hostEnv, ownerOnly, prefixed } from './host-env.js';
 
 const SECRET_LOOKING = 'postgres://aip:s3cr3t-pa55@db.internal:5432/aip';
@@ -28,7 +28,7 @@ function refusal(env: HostEnv, overrides: Record<string, string | undefined>): H
 }
 
 describe('host settings', () => {
-  it('takes the reference defaults', () => {
+  it("takes the reference defaults, but a drain timeout that fits Kubernetes' default termination grace", () => {
     const env = hostEnv({
       BIND: '0.0.0.0:8081',
       ALLOW_LOOPBACK_HTTP: '',
@@ -41,7 +41,7 @@ describe('host settings', () => {
       maxInFlight: 32,
       leaseTtlMs: 30_000,
       heartbeatMs: 10_000,
-      drainTimeoutMs: 30_000,
+      drainTimeoutMs: 20_000,
       healthTimeoutMs: 2_000,
       controlTimeoutMs: 5_000,
       maxRequestBytes: 4 * 1024 * 1024,
@@ -51,6 +51,12 @@ describe('host settings', () => {
     expect(settings.signingKey.did).toBe(env.did);
     expect(settings.callback).toBeUndefined();
     expect(settings.databaseUrl).toBeUndefined();
+  });
+
+  it("by default exits within Kubernetes' default 30 s termination grace; a longer drain needs a longer one", () => {
+    const env = hostEnv();
+    expect(shutdownBudgetMs(load(env).limits)).toBeLessThan(30_000);
+    expect(shutdownBudgetMs(load(env, { DRAIN_TIMEOUT_MS: '60000' }).limits)).toBe(60_000 + SHUTDOWN_MARGIN_MS);
   });
 
   it('reads DIDs and the database URL from owner-only files, and never prints the seed or the URL', () => {

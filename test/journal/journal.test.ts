@@ -5,9 +5,28 @@
  */
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { createHermesConnector, type AipActionResult, type ExecutionContext, type JournalOptions, type RunEventsOutput } from 'aip-connector-hermes-agent';
+import {
+  createHermesConnector,
+  type AipActionResult,
+  type ExecutionContext,
+  type JournalOptions,
+  type RunEventsOutput,
+  type RunLedger,
+} from 'aip-connector-hermes-agent';
 import type { SimulatorProfile } from 'aip-connector-hermes-agent/simulator';
-import { API_KEY, checkedConnector, ENDPOINT, grantFor, harnessFactory, nextId, type CheckedConnector, type Harness } from '../helpers/harness.js';
+import { journalStoreOf, type JournalKey, type JournalStore } from '../../src/journal/types.js';
+import {
+  API_KEY,
+  checkedConnector,
+  ENDPOINT,
+  eventually,
+  grantFor,
+  harnessFactory,
+  nextId,
+  script,
+  type CheckedConnector,
+  type Harness,
+} from '../helpers/harness.js';
 import { DURABLE_BACKENDS, type LedgerStore } from '../helpers/ledgers.js';
 
 const harness = harnessFactory({ simulator: { streamLookupMs: 100 } });
@@ -209,6 +228,66 @@ describe.each(DURABLE_BACKENDS)('run journal on $name', (backend) => {
     const own = await readEvents(h, runId, {}, { tenantId: 'tenant-a' });
     expect(own.status, JSON.stringify(own.error)).toBe('completed');
     expect(names(own)).toEqual(simulatedNames(h, runId));
+  });
+
+  it("connectors of two tenants sharing the ledger and an endpoint id, each with its own Hermes, never take over each other's journals", async () => {
+    const store = await backend.create();
+    const journals = journalStoreOf(store.open()) as JournalStore;
+    const tenant = (tenantId: string, ledger: RunLedger) =>
+      harness({ endpoint: { tenantId }, connector: { ledger, journal: { leaseMs: 200 } }, simulator: { profile: 'later' } });
+    const [a, b] = [await tenant('tenant-a', store.ledger), await tenant('tenant-b', store.open())];
+    const replicaOf = (h: Harness, tenantId: string) =>
+      checkedConnector(
+        createHermesConnector({
+          endpoints: [{ id: ENDPOINT, baseUrl: h.sim.url, apiKey: API_KEY, tenantId }],
+          ledger: store.open(),
+          journal: { leaseMs: 200 },
+        }),
+      );
+    const startWaiting = async (h: Harness, tenantId: string): Promise<JournalKey> => {
+      const runId = await h.startRun({ input: tenantId, sim_script: script.approval() }, { context: { tenantId } });
+      return { tenant_id: tenantId, endpoint_id: ENDPOINT, run_id: runId };
+    };
+
+    // Tenant a's follower dies while its run waits for an approval: its journal lapses.
+    const runA = await startWaiting(a, 'tenant-a');
+    await a.connector.close();
+    const lapsedA = await eventually(
+      async () => {
+        const record = await journals.journal(runA);
+        return record !== null && (record.lease_expires_at ?? Number.POSITIVE_INFINITY) < Date.now() ? record : undefined;
+      },
+      "tenant a's lease lapsed",
+      1000,
+    );
+    // Then tenant b's follower dies too: its journal lapses later than a's.
+    const runB = await startWaiting(b, 'tenant-b');
+    const firstOwnerB = (await journals.journal(runB))?.owner;
+    await b.connector.close();
+
+    // A connector of tenant b takes b's journal over: its sweep saw a's lapsed journal too, and left it.
+    const b2 = replicaOf(b, 'tenant-b');
+    try {
+      await eventually(async () => ((await journals.journal(runB))?.owner ?? firstOwnerB) !== firstOwnerB || undefined, "tenant b's takeover", 1000);
+      expect(await journals.journal(runA)).toEqual(lapsedA);
+      expect(b.sim.requests.some((request) => request.path.includes(runA.run_id))).toBe(false);
+    } finally {
+      await b2.connector.close();
+    }
+
+    // A connector of tenant a takes a's journal over, and it is whole.
+    const a2 = replicaOf(a, 'tenant-a');
+    try {
+      const approval = { run_id: runA.run_id, choice: 'once' };
+      const context = { tenantId: 'tenant-a' };
+      await a2.invoke({ capability_id: a2.cap('run_approval'), input: approval, idempotency_key: nextId('key') }, { ...context, approval: grantFor(approval) });
+      const all = await readEvents(a2, runA.run_id, {}, context);
+      expect(all.status, JSON.stringify(all.error)).toBe('completed');
+      expect(names(all)).toEqual(simulatedNames(a, runA.run_id));
+      expect(output(all).journal).toMatchObject({ state: 'complete', close_reason: 'run.completed' });
+    } finally {
+      await a2.connector.close();
+    }
   });
 
   it.each([-1, 1.5, '2', null])('after_sequence %s is invalid_input, and nothing is read', async (afterSequence) => {

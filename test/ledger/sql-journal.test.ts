@@ -4,10 +4,12 @@
  * and purge spares journals still being followed.
  */
 import { describe, expect, it } from 'vitest';
-import { journalStoreOf, type JournalKey, type JournalStore } from '../../src/journal/types.js';
+import { journalStoreOf, type JournalKey, type JournalScope, type JournalStore } from '../../src/journal/types.js';
 import { DURABLE_BACKENDS } from '../helpers/ledgers.js';
 import { nextId } from '../helpers/harness.js';
 
+/** Every journal of endpoint `local`, of any tenant (an unbound endpoint). */
+const LOCAL: JournalScope[] = [{ endpoint_id: 'local' }];
 const event = (text: string) => ({ event: 'message.delta', data: { delta: text } });
 const append = (first: number, ...texts: string[]) => ({
   entries: texts.map((text, index) => ({ sequence: first + index, event: event(text) })),
@@ -30,7 +32,7 @@ describe.each(DURABLE_BACKENDS)('journal store on $name', (backend) => {
     expect(await a.create(journal, 'owner-a', 1000, 2000)).toBe(true);
     expect(await a.create(journal, 'owner-x', 1000, 2000)).toBe(false);
     expect(await a.append(journal, 'owner-a', append(1, 'one'))).toBe(true);
-    const taken = await b.takeOver('owner-b', 2001, 9000, 10, ['local']);
+    const taken = await b.takeOver('owner-b', 2001, 9000, 10, LOCAL);
     expect(taken.map((record) => [record.run_id, record.owner, record.next_sequence])).toEqual([[journal.run_id, 'owner-b', 2]]);
     expect(await a.append(journal, 'owner-a', append(2, 'late'))).toBe(false);
     expect(await a.close(journal, 'owner-a', { state: 'complete', reason: 'run.completed', now: 3000 })).toBe(false);
@@ -51,7 +53,7 @@ describe.each(DURABLE_BACKENDS)('journal store on $name', (backend) => {
     const { a, b } = await opened();
     const journals = Array.from({ length: 6 }, key);
     for (const journal of journals) await a.create(journal, 'dead', 1000, 2000);
-    const [byA, byB] = await Promise.all([a.takeOver('replica-a', 5000, 9000, 100, ['local']), b.takeOver('replica-b', 5000, 9000, 100, ['local'])]);
+    const [byA, byB] = await Promise.all([a.takeOver('replica-a', 5000, 9000, 100, LOCAL), b.takeOver('replica-b', 5000, 9000, 100, LOCAL)]);
     const mine = (records: Array<{ run_id: string }>) => records.map((record) => record.run_id).filter((id) => journals.some((j) => j.run_id === id));
     expect([...mine(byA), ...mine(byB)].sort()).toEqual(journals.map((journal) => journal.run_id).sort());
     expect(mine(byA).filter((id) => mine(byB).includes(id))).toEqual([]);
@@ -62,10 +64,33 @@ describe.each(DURABLE_BACKENDS)('journal store on $name', (backend) => {
     const ours = key();
     const theirs = { ...key(), endpoint_id: 'elsewhere' };
     for (const journal of [ours, theirs]) await a.create(journal, 'dead', 1000, 2000);
-    const taken = await b.takeOver('replica-b', 5000, 9000, 100, ['local', 'third']);
+    const taken = await b.takeOver('replica-b', 5000, 9000, 100, [...LOCAL, { endpoint_id: 'third' }]);
     expect(taken.map((record) => record.run_id)).toEqual([ours.run_id]);
     expect((await b.journal(theirs))?.owner).toBe('dead');
     expect(await b.takeOver('replica-b', 5000, 9000, 100, [])).toEqual([]);
+  });
+
+  it("an endpoint bound to a tenant takes over and purges only that tenant's journals of it; the others' stay untouched", async () => {
+    const { a, b } = await opened();
+    const tenantA = key();
+    const [tenantB, noTenant] = [
+      { ...key(), tenant_id: 'tenant-b' },
+      { ...key(), tenant_id: null },
+    ];
+    for (const journal of [tenantA, tenantB, noTenant]) await a.create(journal, 'dead', 1000, 2000);
+    const before = await Promise.all([tenantB, noTenant].map((journal) => b.journal(journal)));
+    const taken = await b.takeOver('replica-a', 5000, 9000, 100, [{ endpoint_id: 'local', tenant_id: 'tenant-a' }]);
+    expect(taken.map((record) => record.run_id)).toEqual([tenantA.run_id]);
+    expect(await Promise.all([tenantB, noTenant].map((journal) => b.journal(journal)))).toEqual(before);
+
+    const closed = { state: 'complete', reason: 'run.completed', now: 6000 } as const;
+    expect(await b.close(tenantA, 'replica-a', closed)).toBe(true);
+    // A journal another tenant's follower closed: past any retention, it is that tenant's to purge.
+    expect(await b.takeOver('replica-b', 5000, 9000, 100, [{ endpoint_id: 'local', tenant_id: 'tenant-b' }])).toHaveLength(1);
+    expect(await b.close(tenantB, 'replica-b', closed)).toBe(true);
+    expect(await b.purge(7000, [{ endpoint_id: 'local', tenant_id: 'tenant-a' }])).toBe(1);
+    expect(await b.journal(tenantA)).toBeNull();
+    expect((await b.journal(tenantB))?.state).toBe('complete');
   });
 
   it('purge deletes closed journals past retention with their events, and spares the rest', async () => {
@@ -77,7 +102,7 @@ describe.each(DURABLE_BACKENDS)('journal store on $name', (backend) => {
     }
     await a.close(old, 'owner', { state: 'complete', reason: 'run.completed', now: 2000 });
     await a.close(recent, 'owner', { state: 'complete', reason: 'run.completed', now: 8000 });
-    expect(await a.purge(5000)).toBeGreaterThanOrEqual(1);
+    expect(await a.purge(5000, LOCAL)).toBeGreaterThanOrEqual(1);
     expect(await a.journal(old)).toBeNull();
     expect(await a.events(old, 0, 10)).toEqual([]);
     expect((await a.journal(recent))?.state).toBe('complete');
