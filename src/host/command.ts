@@ -54,8 +54,7 @@ export async function hostCommand(args: string[]): Promise<number> {
     return EXIT.ok;
   }
   const settings = settingsOrUsage(() => loadHostSettings(process.env));
-  const config = loadConfig(values.config, process.env);
-  checkEndpointTenants(config, settings);
+  const config = bindEndpointsToHostTenant(loadConfig(values.config, process.env), settings);
   const { connector, ledger } = openConnector({ ...config, ledger: durableLedger(config, settings) });
   const logger = pino({ name: 'hermes-aip-host' }, pino.destination({ fd: 2, sync: true }));
   try {
@@ -85,13 +84,18 @@ function durableLedger(config: LoadedConfig, settings: HostSettings): LedgerSpec
   );
 }
 
-/** An endpoint bound to another tenant than the host's could never run an action the host admits. */
-function checkEndpointTenants(config: LoadedConfig, settings: HostSettings): void {
+/**
+ * A host serves one tenant, so its endpoints are bound to it: the manifest says so, and the run journal's
+ * takeover and purge stay within that tenant when replicas of other tenants share the ledger and endpoint ids.
+ * An endpoint bound to another tenant could never run an action the host admits: refused.
+ */
+function bindEndpointsToHostTenant(config: LoadedConfig, settings: HostSettings): LoadedConfig {
   for (const { config: endpoint } of config.endpoints) {
     if (endpoint.tenantId !== undefined && endpoint.tenantId !== settings.tenantId) {
       throw new UsageError(`AIP_CONNECTOR_HOST_TENANT_ID: endpoint "${endpoint.id}" is bound to another tenant (${config.source})`);
     }
   }
+  return { ...config, endpoints: config.endpoints.map((endpoint) => ({ ...endpoint, config: { ...endpoint.config, tenantId: settings.tenantId } })) };
 }
 
 /** What the host serves and signs as: its principal, the bound manifest and its digest. */

@@ -159,6 +159,8 @@ describe('hermes-aip host: lifecycle', { timeout: 60_000 }, () => {
       trust_domain: 'connectors.test',
     });
     const [register] = stub.records.filter((record) => record.operation === 'register');
+    // A host serves one tenant: its endpoints are bound to it, which also keeps the journal's takeover within it.
+    expect(manifest.compatibility.tenant_bound_endpoints).toEqual(manifest.compatibility.endpoints);
     expect(register?.verified).toBe(true);
     expect(register!.payload['capability_count']).toBe(manifest.capabilities.length);
     expect(register!.payload['manifest_digest']).toBe(manifestDigest(manifest));
