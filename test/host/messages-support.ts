@@ -94,6 +94,8 @@ export interface HostOptions {
   maxInFlight?: number;
   replicaId?: string;
   callbackAttemptTimeoutMs?: number;
+  /** The host's clock (default Date.now). */
+  now?: () => number;
 }
 
 export async function startHost(options: HostOptions = {}): Promise<HostUnderTest> {
@@ -132,6 +134,7 @@ export async function startHost(options: HostOptions = {}): Promise<HostUnderTes
     },
     stopSignal: stop.signal,
     ...(options.callbackAttemptTimeoutMs === undefined ? {} : { callbackAttemptTimeoutMs: options.callbackAttemptTimeoutMs }),
+    ...(options.now === undefined ? {} : { now: options.now }),
   });
   const post = async (text: string, contentType = 'application/json'): Promise<Answer> => {
     const answer = await handler.handle({ body: Buffer.from(text, 'utf8'), headers: { 'content-type': contentType } });
