@@ -161,6 +161,9 @@ function messageHandler(settings: HostSettings, identity: Identity, parts: Handl
       versionId: settings.versionId,
       manifestDigest: identity.digest,
       callbackTarget: settings.callback?.url,
+      // The gateway's static binding (§1.4): claims naming exactly these are the host's own identity.
+      credential: settings.credential === undefined ? undefined : { id: settings.credential.id, issuer: settings.credential.issuer },
+      externalAccount: settings.externalAccount,
     },
     heartbeatMs: settings.limits.heartbeatMs,
     maxInFlight: settings.limits.maxInFlight,
