@@ -8,6 +8,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Logger } from 'pino';
+import type { Dispatcher } from 'undici';
 import type { RunLedger } from '../ledger/types.js';
 import type { AipAction, AipActionResult, HermesConnector } from '../types.js';
 import { approvalGrant, importApproval } from './approval.js';
@@ -52,6 +53,8 @@ export interface MessageHandlerDeps {
   now?: () => number;
   /** Per-attempt timeout of a stream-chunk delivery (default 5 s, the reference's). */
   callbackAttemptTimeoutMs?: number;
+  /** The client stream chunks are sent with: the host's outbound agent, which trusts `TLS_CA_FILE` (default: undici's global one). */
+  outbound?: Dispatcher;
 }
 
 /** One POST to /aip/v1/messages with its complete body. */
@@ -163,7 +166,14 @@ export function createMessageHandler(deps: MessageHandlerDeps): MessageHandler {
     if (action.mode !== 'streaming' || deps.pinned.callbackTarget === undefined || request.from === undefined) return undefined;
     const { approval_authorization: _approval, ...route } = pinnedRoute.route;
     return new ChunkDelivery(
-      { target: deps.pinned.callbackTarget, key: deps.key, signer: deps.pinned.host, now, ...attemptTimeout(deps.callbackAttemptTimeoutMs) },
+      {
+        target: deps.pinned.callbackTarget,
+        key: deps.key,
+        signer: deps.pinned.host,
+        now,
+        ...attemptTimeout(deps.callbackAttemptTimeoutMs),
+        ...(deps.outbound === undefined ? {} : { dispatcher: deps.outbound }),
+      },
       { route, recipient: request.from },
       correlation(request),
       signal,
