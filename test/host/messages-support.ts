@@ -7,6 +7,7 @@ import { createServer, type IncomingMessage, type RequestListener, type Server }
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Dispatcher } from 'undici';
+import type { Logger } from 'pino';
 import { afterAll } from 'vitest';
 import { createHermesConnector, type HermesConnector, type RunLedger } from 'aip-connector-hermes-agent';
 import { type HermesSimulator, type RunStep, startHermesSimulator } from 'aip-connector-hermes-agent/simulator';
@@ -103,13 +104,16 @@ export interface HostOptions {
   now?: () => number;
   /** The client stream chunks are sent with (default undici's global one). */
   outbound?: Dispatcher;
+  /** Where the connector reaches Hermes (default the simulator itself; e.g. a gate in front of it). */
+  hermesUrl?: string;
+  logger?: Logger;
 }
 
 export async function startHost(options: HostOptions = {}): Promise<HostUnderTest> {
   const sim = options.sim ?? (await startHermesSimulator({ apiKey: API_KEY, ...(options.script ? { script: options.script } : {}) }));
   if (!options.sim) cleanups.push(() => sim.close());
   const ledger = options.ledger ?? (await DURABLE_BACKENDS[0]!.create()).ledger;
-  const connector = createHermesConnector({ endpoints: [{ id: ENDPOINT, baseUrl: sim.url, apiKey: API_KEY, tenantId: TENANT }], ledger });
+  const connector = createHermesConnector({ endpoints: [{ id: ENDPOINT, baseUrl: options.hermesUrl ?? sim.url, apiKey: API_KEY, tenantId: TENANT }], ledger });
   cleanups.push(() => connector.close());
   const status = new HostStatus();
   status.connectorReady = true;
@@ -143,6 +147,7 @@ export async function startHost(options: HostOptions = {}): Promise<HostUnderTes
     ...(options.callbackAttemptTimeoutMs === undefined ? {} : { callbackAttemptTimeoutMs: options.callbackAttemptTimeoutMs }),
     ...(options.now === undefined ? {} : { now: options.now }),
     ...(options.outbound === undefined ? {} : { outbound: options.outbound }),
+    ...(options.logger === undefined ? {} : { logger: options.logger }),
   });
   const post = async (text: string, contentType = 'application/json'): Promise<Answer> => {
     const answer = await handler.handle({ body: Buffer.from(text, 'utf8'), headers: { 'content-type': contentType } });
