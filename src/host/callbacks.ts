@@ -10,8 +10,9 @@
  * sequence), and the final result says so: it is never lost for it.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { request } from 'undici';
+import { type Dispatcher, request } from 'undici';
 import type { AipStreamChunk } from '../types.js';
+import { transportReason } from './outbound.js';
 import { type Envelope, type Principal, signEnvelope } from './wire/envelope.js';
 import { messageId } from './wire/ids.js';
 import type { SigningKey } from './wire/keys.js';
@@ -30,6 +31,8 @@ export interface CallbackSink {
   signer: Principal;
   now: () => number;
   attemptTimeoutMs?: number;
+  /** The host's outbound client (its TLS roots); the process-wide default when absent. */
+  dispatcher?: Dispatcher;
 }
 
 /** What one streaming action's callback delivery came to. */
@@ -37,7 +40,7 @@ export interface DeliveryReport {
   delivered: number;
   /** The sequence of the first chunk not delivered, when delivery stopped. */
   firstUndelivered?: number;
-  /** Why that chunk could not be delivered (status or transport error name; never a body). */
+  /** Why that chunk could not be delivered (status, or the transport error's code or name; never a body). */
   reason?: string;
   undelivered: number;
 }
@@ -124,12 +127,13 @@ export class ChunkDelivery {
         headers: { 'content-type': 'application/json' },
         body: text,
         signal: this.#signal ? AbortSignal.any([this.#signal, timeout]) : timeout,
+        ...(this.#sink.dispatcher === undefined ? {} : { dispatcher: this.#sink.dispatcher }),
       });
       await response.body.dump();
       if (response.statusCode >= 200 && response.statusCode < 300) return { ok: true };
       return { ok: false, retryable: temporaryStatus(response.statusCode), reason: `status ${response.statusCode}` };
     } catch (error) {
-      return { ok: false, retryable: true, reason: error instanceof Error ? error.name : 'transport failure' };
+      return { ok: false, retryable: true, reason: transportReason(error) };
     }
   }
 }

@@ -7,6 +7,7 @@
  */
 import { parseArgs } from 'node:util';
 import { pino, type Logger } from 'pino';
+import type { Dispatcher } from 'undici';
 import { HELP_OPTION, parseCommand } from '../cli/args.js';
 import { type LedgerSpec, type LoadedConfig, loadConfig, openConnector } from '../cli/config.js';
 import { CliError, EXIT, UsageError } from '../cli/errors.js';
@@ -17,6 +18,7 @@ import type { HermesConnector } from '../types.js';
 import { type ControlPlane, createControlClient, LeaseKeeper, registrationPayload } from './lease.js';
 import { type CredentialVerdict, createMessageHandler, type MessageHandler } from './messages.js';
 import { HostStatus } from './metrics.js';
+import { outboundAgent } from './outbound.js';
 import { createReadiness } from './readiness.js';
 import { createHostServer, type HostServer } from './server.js';
 import {
@@ -112,6 +114,8 @@ async function serve(settings: HostSettings, config: LoadedConfig, connector: He
   const identity: Identity = { principal, manifest, digest: manifestDigest(manifest) };
   const status = new HostStatus();
   const stop = new AbortController();
+  // One client for everything the host sends out: the control plane, stream chunks (and provider events), all under TLS_CA_FILE.
+  const outbound = outboundAgent(settings.tlsCaPem);
   const readiness = createReadiness({
     status,
     endpoints: config.endpoints.map(({ config: endpoint }) => ({ id: endpoint.id, baseUrl: endpoint.baseUrl })),
@@ -121,7 +125,7 @@ async function serve(settings: HostSettings, config: LoadedConfig, connector: He
   });
   const server = createHostServer({
     status,
-    messages: messageHandler(settings, identity, { connector, ledger, status, stop, logger }),
+    messages: messageHandler(settings, identity, { connector, ledger, status, stop, logger, outbound }),
     manifestText: wireJson(manifest),
     ready: () => readiness.report(),
     maxRequestBytes: settings.limits.maxRequestBytes,
@@ -133,7 +137,7 @@ async function serve(settings: HostSettings, config: LoadedConfig, connector: He
     controlDid: settings.controlDid,
     key: settings.signingKey,
     timeoutMs: settings.limits.controlTimeoutMs,
-    ...(settings.tlsCaPem === undefined ? {} : { tlsCaPem: settings.tlsCaPem }),
+    dispatcher: outbound,
   });
   const keeper = leaseKeeper(settings, identity, { control, status, probe: () => readiness.probe(), logger });
   const terminated = termination();
@@ -145,7 +149,7 @@ async function serve(settings: HostSettings, config: LoadedConfig, connector: He
   try {
     return await shutdown({ settings, status, keeper, server, stop, logger });
   } finally {
-    await control.close();
+    await outbound.close();
   }
 }
 
@@ -155,6 +159,7 @@ interface HandlerParts {
   readonly status: HostStatus;
   readonly stop: AbortController;
   readonly logger: Logger;
+  readonly outbound: Dispatcher;
 }
 
 /** The message path, pinned to this host's identity, route coordinates and limits. */
@@ -173,6 +178,9 @@ function messageHandler(settings: HostSettings, identity: Identity, parts: Handl
       versionId: settings.versionId,
       manifestDigest: identity.digest,
       callbackTarget: settings.callback?.url,
+      // The gateway's static binding (§1.4): claims naming exactly these are the host's own identity.
+      credential: settings.credential === undefined ? undefined : { id: settings.credential.id, issuer: settings.credential.issuer },
+      externalAccount: settings.externalAccount,
     },
     heartbeatMs: settings.limits.heartbeatMs,
     maxInFlight: settings.limits.maxInFlight,
@@ -180,6 +188,7 @@ function messageHandler(settings: HostSettings, identity: Identity, parts: Handl
     authorizeCredential: async (revision) => credentialVerdict(settings, revision),
     stopSignal: parts.stop.signal,
     logger: parts.logger,
+    outbound: parts.outbound,
   });
 }
 

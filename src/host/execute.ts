@@ -65,6 +65,32 @@ export function executionContext(
 /** Text the cancel of an action with nothing to stop answers (the connector's `null`). */
 export const NOTHING_TO_STOP = 'nothing to stop: no run of this action is in progress';
 
+/** Logged when a cancel waits for an execution it must not abort (see `abortable`). */
+export const CANCEL_WAITS_FOR_START = 'cancel waits for Hermes to answer the start, to stop the run it names';
+
+/**
+ * Whether a cancel may abort an action executing here. Not a write whose input names no run (a
+ * run_start): only Hermes' answer to it names the run it started, so aborted on its way, the run
+ * would go on with its id lost and nobody to stop it. Such an execution is let finish (its own
+ * deadline bounds it) and the run it started is then stopped.
+ */
+export function abortable(connector: HermesConnector, action: AipAction): boolean {
+  const sideEffects = asObject(connector.capability(action.capability_id)?.contract)?.side_effects;
+  const writes = Array.isArray(sideEffects) && sideEffects.includes('write');
+  return !writes || typeof asObject(action.input)?.run_id === 'string';
+}
+
+/** What the result of a start a cancel waited for adds: what the cancel then did (undefined: the cancel failed). */
+export function stoppedAfterStartNote(stop: AipActionResult | undefined): string {
+  const prefix = 'cancelled while Hermes was starting this run';
+  const output = asObject(stop?.output);
+  if (stop?.status === 'completed' && typeof output?.run_id === 'string') {
+    return `${prefix}: run ${output.run_id} was stopped once Hermes answered (${String(output.status)})`;
+  }
+  if (stop?.status === 'completed') return `${prefix}: ${NOTHING_TO_STOP}`;
+  return `${prefix}: stopping its run failed (${stop?.error?.code ?? 'the cancel failed'})`;
+}
+
 /**
  * A cancel through `connector.cancel`: the action as the host admitted it when it is known here,
  * else its id and routed capability (the connector finds a started run in its ledger). `null`

@@ -4,9 +4,8 @@
  * and the lease they grant. A control plane that is down, slow, or answers garbage or an unsigned
  * or wrongly signed body never grants readiness and never stops the host.
  */
-import { rootCertificates } from 'node:tls';
 import type { Logger } from 'pino';
-import { Agent, request } from 'undici';
+import { type Dispatcher, request } from 'undici';
 import { type ControlCommand, type ControlOutcome, controlRequest, type RegisterPayload, signControlRequest, verifyControlResponse } from './wire/control.js';
 import { messageId } from './wire/ids.js';
 import type { SigningKey } from './wire/keys.js';
@@ -46,14 +45,14 @@ export interface ControlClientOptions {
   readonly controlDid: string;
   readonly key: SigningKey;
   readonly timeoutMs: number;
-  readonly tlsCaPem?: string;
+  /** The host's outbound client, which trusts `TLS_CA_FILE` (default: undici's global one). */
+  readonly dispatcher?: Dispatcher;
   readonly now?: () => number;
 }
 
-export function createControlClient(options: ControlClientOptions): ControlPlane & { close(): Promise<void> } {
+export function createControlClient(options: ControlClientOptions): ControlPlane {
   const now = options.now ?? Date.now;
-  const agent = new Agent({ connect: options.tlsCaPem ? { ca: [...rootCertificates, options.tlsCaPem] } : {}, connections: 4 });
-  const sendOnce = async (requestId: string, body: string) => checkedOutcome(await post(agent, options, body), requestId, options.controlDid, now());
+  const sendOnce = async (requestId: string, body: string) => checkedOutcome(await post(options, body), requestId, options.controlDid, now());
   return {
     async invoke(requestId, command) {
       const { text } = signControlRequest(controlRequest(requestId, command, options.key.did, now()), options.key);
@@ -65,18 +64,17 @@ export function createControlClient(options: ControlClientOptions): ControlPlane
         return sendOnce(requestId, text);
       }
     },
-    close: () => agent.close(),
   };
 }
 
 /** POSTs the signed body; the answer's text (any HTTP status: the outcome is in the signed body), at most 64 KiB. */
-async function post(agent: Agent, options: ControlClientOptions, body: string): Promise<string> {
+async function post(options: ControlClientOptions, body: string): Promise<string> {
   try {
     const response = await request(options.endpoint, {
       method: 'POST',
       body,
       headers: { 'content-type': 'application/json' },
-      dispatcher: agent,
+      ...(options.dispatcher === undefined ? {} : { dispatcher: options.dispatcher }),
       signal: AbortSignal.timeout(options.timeoutMs),
     });
     if (Number(response.headers['content-length'] ?? 0) > MAX_CONTROL_BYTES) {

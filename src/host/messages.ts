@@ -8,12 +8,23 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Logger } from 'pino';
+import type { Dispatcher } from 'undici';
 import type { RunLedger } from '../ledger/types.js';
 import type { AipAction, AipActionResult, HermesConnector } from '../types.js';
 import { approvalGrant, importApproval } from './approval.js';
 import { ChunkDelivery, type DeliveryReport, signedText } from './callbacks.js';
 import { asObject, checkGateway, checkIdentityClaims, checkRoute, hostError, type PinnedIdentity, type PinnedRoute, type Refusal } from './checks.js';
-import { actionDeadline, cancelThroughConnector, connectorAction, type ExecutionBinding, executionContext, wireActionResult } from './execute.js';
+import {
+  abortable,
+  actionDeadline,
+  CANCEL_WAITS_FOR_START,
+  cancelThroughConnector,
+  connectorAction,
+  type ExecutionBinding,
+  executionContext,
+  stoppedAfterStartNote,
+  wireActionResult,
+} from './execute.js';
 import { ReplayGuard } from './replay.js';
 import { checkApprovalAuthorization } from './wire/approval.js';
 import type { Envelope } from './wire/envelope.js';
@@ -52,6 +63,8 @@ export interface MessageHandlerDeps {
   now?: () => number;
   /** Per-attempt timeout of a stream-chunk delivery (default 5 s, the reference's). */
   callbackAttemptTimeoutMs?: number;
+  /** The client stream chunks are sent with: the host's outbound agent, which trusts `TLS_CA_FILE` (default: undici's global one). */
+  outbound?: Dispatcher;
 }
 
 /** One POST to /aip/v1/messages with its complete body. */
@@ -80,6 +93,8 @@ interface RunningAction {
   controller: AbortController;
   /** Resolves once the connector returned for it (never rejects). */
   settled: Promise<unknown>;
+  /** What a cancel that waited for it instead of aborting it answered (undefined: the cancel failed); its result says so. */
+  stoppedBy?: Promise<AipActionResult | undefined>;
 }
 
 export function createMessageHandler(deps: MessageHandlerDeps): MessageHandler {
@@ -152,7 +167,9 @@ export function createMessageHandler(deps: MessageHandlerDeps): MessageHandler {
       const invocation = deps.connector.invoke(forwarded, context);
       entry.settled = invocation.catch(() => undefined);
       const result = await invocation;
-      return answerResult(request, wireActionResult(result, undeliveredNotes(delivery?.report, forwarded.id)));
+      const notes = undeliveredNotes(delivery?.report, forwarded.id);
+      if (entry.stoppedBy !== undefined) notes.push(stoppedAfterStartNote(await entry.stoppedBy));
+      return answerResult(request, wireActionResult(result, notes));
     } finally {
       executing.delete(entry.controller);
       if (running.get(forwarded.id) === entry) running.delete(forwarded.id);
@@ -163,7 +180,14 @@ export function createMessageHandler(deps: MessageHandlerDeps): MessageHandler {
     if (action.mode !== 'streaming' || deps.pinned.callbackTarget === undefined || request.from === undefined) return undefined;
     const { approval_authorization: _approval, ...route } = pinnedRoute.route;
     return new ChunkDelivery(
-      { target: deps.pinned.callbackTarget, key: deps.key, signer: deps.pinned.host, now, ...attemptTimeout(deps.callbackAttemptTimeoutMs) },
+      {
+        target: deps.pinned.callbackTarget,
+        key: deps.key,
+        signer: deps.pinned.host,
+        now,
+        ...attemptTimeout(deps.callbackAttemptTimeoutMs),
+        ...(deps.outbound === undefined ? {} : { dispatcher: deps.outbound }),
+      },
       { route, recipient: request.from },
       correlation(request),
       signal,
@@ -184,17 +208,20 @@ export function createMessageHandler(deps: MessageHandlerDeps): MessageHandler {
   const cancel = async (request: Envelope, cancelBody: Record<string, unknown>, pinnedRoute: PinnedRoute): Promise<MessageAnswer> => {
     const actionId = String(asObject(cancelBody.target)?.action);
     const known = running.get(actionId);
-    // Aborted, then awaited: a start that Hermes answered before the abort has its run in the ledger by now, so the stop finds it.
-    known?.controller.abort();
-    await known?.settled;
     const context = executionContext(binding, origin(request), { deadline: undefined, signal: deps.stopSignal ?? new AbortController().signal });
-    const result: AipActionResult = await cancelThroughConnector(
-      binding,
-      known?.action,
-      { actionId, capabilityId: pinnedRoute.capabilityId as string },
-      context,
-    );
-    return answerResult(request, wireActionResult(result));
+    const stop = async (): Promise<AipActionResult> => {
+      // Settled first: a start Hermes answered (before the abort, or let finish) has its run in the ledger by now, so the stop finds it.
+      await known?.settled;
+      return cancelThroughConnector(binding, known?.action, { actionId, capabilityId: pinnedRoute.capabilityId as string }, context);
+    };
+    if (known === undefined || abortable(deps.connector, known.action)) {
+      known?.controller.abort();
+      return answerResult(request, wireActionResult(await stop()));
+    }
+    deps.logger?.info({ action_id: actionId }, CANCEL_WAITS_FOR_START);
+    const stopping = stop();
+    known.stoppedBy = stopping.catch(() => undefined);
+    return answerResult(request, wireActionResult(await stopping));
   };
 
   /** Everything after the route checks, for a request that passed them. */

@@ -3,11 +3,13 @@
  * in order and awaited (a slow ingress holds the reading), retried when the ingress is
  * unavailable for a moment, and a chunk that cannot be delivered never losing the final result.
  */
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunStep } from 'aip-connector-hermes-agent/simulator';
+import { outboundAgent } from '../../src/host/outbound.js';
 import type { Envelope } from '../../src/host/wire/envelope.js';
 import { verifyEnvelopeText } from '../../src/host/wire/envelope.js';
 import { parseWire } from '../../src/host/wire/json.js';
+import { createPrivateCa, type PrivateCa } from '../helpers/private-ca.js';
 import {
   actionEnvelope,
   actionId,
@@ -187,6 +189,50 @@ describe('undeliverable chunks never lose the result', () => {
     expect(answer.status).toBe(200);
     expect(resultOf(answer)).toMatchObject({ status: 'completed' });
     expect(String((resultOf(answer).message as Array<{ text: string }>).at(-1)?.text)).toContain('not delivered');
+  });
+});
+
+describe('an https callback target under a private CA (AIP_CONNECTOR_HOST_TLS_CA_FILE)', () => {
+  let ca: PrivateCa;
+  beforeAll(() => {
+    ca = createPrivateCa();
+  });
+  afterAll(() => ca.remove());
+
+  /** A streaming action on a host whose outbound client trusts the private root (or not), to an ingress presenting a leaf for `subjectAltName`. */
+  async function streamOverTls(subjectAltName: string, trustPrivateRoot: boolean) {
+    const tlsIngress = await startIngress(ca.leaf(subjectAltName));
+    const outbound = outboundAgent(trustPrivateRoot ? ca.caPem : undefined);
+    try {
+      const tlsHost = await startHost({ sim: host.sim, callbackTarget: tlsIngress.target, outbound });
+      const request = streamingRequest(await finishedRun(), { target: tlsIngress.target }, tlsHost);
+      const answer = await tlsHost.post(request.text);
+      expect(answer.status).toBe(200);
+      const result = resultOf(answer);
+      const notes = ((result.message ?? []) as Array<{ text: string }>).map((part) => part.text);
+      return { result, notes, delivered: chunksOf(tlsIngress.received, request.id), attempts: tlsIngress.attempts };
+    } finally {
+      await outbound.close();
+    }
+  }
+
+  it('with the CA file’s root trusted: every chunk is delivered over https', async () => {
+    const { result, notes, delivered } = await streamOverTls('IP:127.0.0.1', true);
+    expect(result).toMatchObject({ status: 'completed', output: { text: 'one two three' } });
+    expect(notes.filter((note) => note.includes('not delivered'))).toEqual([]);
+    expect(delivered.length).toBeGreaterThanOrEqual(4);
+    expect((delivered.at(-1)?.envelope.body as { stream_chunk: { kind: string } }).stream_chunk.kind).toBe('done');
+  });
+
+  it.each([
+    ['without the private root: the leaf cannot be verified', 'IP:127.0.0.1', false, 'UNABLE_TO_VERIFY_LEAF_SIGNATURE'],
+    ['with it, a certificate for another name', 'DNS:central.other.test', true, 'ERR_TLS_CERT_ALTNAME_INVALID'],
+  ])('%s: nothing is delivered, and the result names the TLS verdict', async (_name, subjectAltName, trust, code) => {
+    const { result, notes, delivered, attempts } = await streamOverTls(subjectAltName, trust);
+    expect(result).toMatchObject({ status: 'completed', output: { text: 'one two three' } });
+    expect(notes.at(-1)).toMatch(new RegExp(`from sequence 0 on were not delivered to the callback target \\(${code}\\)`));
+    expect(delivered).toEqual([]);
+    expect(attempts).toBe(0);
   });
 });
 

@@ -5,7 +5,8 @@
  * test/helpers/aip-runtime (host-runtime's).
  */
 import { randomBytes } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
+import { createServer, type RequestListener, type Server } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { canonicalJson, parseWire, wireJson } from '../../src/host/wire/json.js';
 import { type SigningKey, signingKeyFromSeed, verifyWithDid } from '../../src/host/wire/keys.js';
@@ -35,7 +36,8 @@ export interface ControlStub {
   close(): Promise<void>;
 }
 
-export async function startControlStub(hostDid: string): Promise<ControlStub> {
+/** A stub on loopback; over HTTPS with `tls` (a key and certificate). */
+export async function startControlStub(hostDid: string, tls?: { key: string; cert: string }): Promise<ControlStub> {
   const key = signingKeyFromSeed(randomBytes(32));
   const stranger = signingKeyFromSeed(randomBytes(32));
   const records: ControlRecord[] = [];
@@ -50,7 +52,7 @@ export async function startControlStub(hostDid: string): Promise<ControlStub> {
     leaseTtlMs: 30_000,
     close: async () => {},
   };
-  const server: Server = createServer((req, res) => {
+  const listener: RequestListener = (req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', async () => {
@@ -83,11 +85,12 @@ export async function startControlStub(hostDid: string): Promise<ControlStub> {
       if (decision === 'unsigned') delete (body as { signature?: string }).signature;
       send(res, 200, body);
     });
-  });
+  };
+  const server: Server = tls === undefined ? createServer(listener) : createHttpsServer(tls, listener);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return Object.assign(stub, {
-    url: `http://127.0.0.1:${port}/aip/v1/connector-control`,
+    url: `${tls === undefined ? 'http' : 'https'}://127.0.0.1:${port}/aip/v1/connector-control`,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

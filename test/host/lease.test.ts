@@ -1,12 +1,15 @@
 /** The lease: registration payload, heartbeat fences, loss and recovery, drain then offline, and a control plane that misbehaves. */
 import { Buffer } from 'node:buffer';
 import { pino } from 'pino';
+import type { Dispatcher } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createControlClient, firstHeartbeatDelay, LeaseKeeper, registrationPayload } from '../../src/host/lease.js';
 import { HostStatus } from '../../src/host/metrics.js';
+import { outboundAgent } from '../../src/host/outbound.js';
 import { loadHostSettings } from '../../src/host/settings.js';
 import { signingKeyFromSeed } from '../../src/host/wire/keys.js';
 import { fromTimeArray } from '../../src/host/wire/time.js';
+import { createPrivateCa } from '../helpers/private-ca.js';
 import { type ControlStub, startControlStub } from './control-stub.js';
 import { hostEnv, prefixed } from './host-env.js';
 import { waitUntil } from './host-process.js';
@@ -25,15 +28,20 @@ interface Rig {
   ready: { value: boolean; probes: number; throws: boolean };
 }
 
-async function rig(options: { leaseTtlMs?: number; random?: number } = {}): Promise<Rig> {
+async function rig(options: { leaseTtlMs?: number; random?: number; tls?: { key: string; cert: string }; dispatcher?: Dispatcher } = {}): Promise<Rig> {
   const env = hostEnv({ HEARTBEAT_MS: String(HEARTBEAT_MS) });
   const key = signingKeyFromSeed(Buffer.from(env.seedHex, 'hex'));
-  const stub = await startControlStub(key.did);
+  const stub = await startControlStub(key.did, options.tls);
   cleanups.push(() => stub.close());
   stub.leaseTtlMs = options.leaseTtlMs ?? 30_000;
   const settings = loadHostSettings(prefixed({ ...env.settings, CONTROL_ENDPOINT: stub.url, CONTROL_DID: stub.did }));
-  const control = createControlClient({ endpoint: stub.url, controlDid: stub.did, key, timeoutMs: 2_000 });
-  cleanups.push(() => control.close());
+  const control = createControlClient({
+    endpoint: stub.url,
+    controlDid: stub.did,
+    key,
+    timeoutMs: 2_000,
+    ...(options.dispatcher === undefined ? {} : { dispatcher: options.dispatcher }),
+  });
   const status = new HostStatus();
   const ready = { value: true, probes: 0, throws: false };
   const keeper = new LeaseKeeper({
@@ -240,6 +248,25 @@ describe('a misbehaving control plane', () => {
     await stub.close();
     expect(await keeper.register()).toBe(false);
     expect(status.leaseValid()).toBe(false);
+  });
+});
+
+describe('an https control plane under a private CA (AIP_CONNECTOR_HOST_TLS_CA_FILE)', () => {
+  it('registers through the host’s outbound client trusting the private root; without that root it gets no lease', async () => {
+    const ca = createPrivateCa();
+    cleanups.push(async () => ca.remove());
+    const tls = ca.leaf('IP:127.0.0.1');
+    for (const [root, granted] of [
+      [ca.caPem, true],
+      [undefined, false],
+    ] as const) {
+      const outbound = outboundAgent(root);
+      cleanups.push(() => outbound.close());
+      const { stub, status, keeper } = await rig({ tls, dispatcher: outbound });
+      expect(await keeper.register()).toBe(granted);
+      expect(status.leaseValid()).toBe(granted);
+      expect(ofOperation(stub, 'register').filter((record) => record.verified)).toHaveLength(granted ? 1 : 0);
+    }
   });
 });
 

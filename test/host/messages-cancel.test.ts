@@ -1,12 +1,14 @@
 /**
  * Cancels: `connector.cancel` for the routed action. A started run is stopped (the connector finds
- * it in its ledger by action id), an action executing here is aborted, nothing to stop still
- * answers an action_result with that action id, and the host's stop signal (drain timeout)
- * aborts what is in flight.
+ * it in its ledger by action id), an action executing here is aborted, a run_start still at Hermes
+ * is let finish and its run then stopped, nothing to stop still answers an action_result with that
+ * action id, and the host's stop signal (drain timeout) aborts what is in flight.
  */
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunStep } from 'aip-connector-hermes-agent/simulator';
-import { NOTHING_TO_STOP } from '../../src/host/execute.js';
+import { CANCEL_WAITS_FOR_START, NOTHING_TO_STOP } from '../../src/host/execute.js';
+import { startHermesGate } from '../helpers/aip-runtime/hermes-gate.js';
+import { captureLogger } from '../helpers/capture-logger.js';
 import {
   actionEnvelope,
   actionId,
@@ -37,6 +39,44 @@ async function started(): Promise<{ id: string; runId: string }> {
 }
 
 const stopsOf = (runId: string) => host.sim.requests.filter((request) => request.method === 'POST' && request.path === `/v1/runs/${runId}/stop`);
+
+describe('cancel of a run_start whose POST /v1/runs Hermes has not answered yet', () => {
+  const closing: Array<() => Promise<void>> = [];
+  afterAll(async () => {
+    for (const close of closing.splice(0)) await close();
+  });
+
+  it('waits for the answer, then stops the run it names: the cancel answers the stop, the start its run and that it was stopped', async () => {
+    const gate = await startHermesGate(host.sim.url);
+    closing.push(gate.close);
+    const log = captureLogger();
+    const gated = await startHost({ sim: host.sim, hermesUrl: gate.url, logger: log.logger });
+    gate.holdStarts = true;
+    const held = gate.nextHeld();
+    const id = actionId();
+    const input = `deploy ${id}`;
+    const starting = gated.post(signed(actionEnvelope(gated, { id, capability_id: cap('run_start'), input: { body: { input } }, idempotency_key: `k-${id}` })));
+    await held;
+    // Hermes has started the run; only its answer, which names it, is still on the way.
+    const runId = host.sim.runs().find((run) => run.body.input === input)?.run_id as string;
+    expect(runId).toBeDefined();
+
+    const cancelling = gated.post(signed(cancelEnvelope({ action: id }, routeFor(gated, id, cap('run_start')))));
+    const first = await Promise.race([cancelling.then(() => 'the cancel answered'), log.logged(CANCEL_WAITS_FOR_START).then(() => 'the cancel waits')]);
+    expect(first).toBe('the cancel waits');
+    gate.release();
+    const [start, cancel] = await Promise.all([starting, cancelling]);
+
+    expect(cancel.status).toBe(200);
+    expect(resultOf(cancel)).toMatchObject({ action_id: id, status: 'completed', output: { run_id: runId, status: 'stopping' } });
+    expect(start.status).toBe(200);
+    expect(resultOf(start)).toMatchObject({ action_id: id, status: 'completed', output: { run_id: runId } });
+    const notes = (resultOf(start).message as Array<{ text: string }>).map((part) => part.text);
+    expect(notes.at(-1)).toBe(`cancelled while Hermes was starting this run: run ${runId} was stopped once Hermes answered (stopping)`);
+    expect(stopsOf(runId)).toHaveLength(1);
+    await expect.poll(() => host.sim.run(runId)?.status, { timeout: 5_000 }).toBe('cancelled');
+  });
+});
 
 describe('cancel', () => {
   it('of a run_start whose run is live: the run is stopped, and a signed action_result with that action id answers', async () => {

@@ -3,8 +3,11 @@
  * ledger, with envelopes signed by the gateway key as a reference runtime signs them, and a real
  * callback ingress on loopback for streaming actions.
  */
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type RequestListener, type Server } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import type { Dispatcher } from 'undici';
+import type { Logger } from 'pino';
 import { afterAll } from 'vitest';
 import { createHermesConnector, type HermesConnector, type RunLedger } from 'aip-connector-hermes-agent';
 import { type HermesSimulator, type RunStep, startHermesSimulator } from 'aip-connector-hermes-agent/simulator';
@@ -49,9 +52,10 @@ export interface Ingress {
   attempts: number;
 }
 
-export async function startIngress(): Promise<Ingress> {
+/** A callback ingress on loopback; over HTTPS with `tls` (a key and certificate). */
+export async function startIngress(tls?: { key: string; cert: string }): Promise<Ingress> {
   const ingress: Ingress = { target: '', received: [], answers: [], attempts: 0 };
-  const server: Server = createServer(async (req: IncomingMessage, res) => {
+  const answer: RequestListener = async (req: IncomingMessage, res) => {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const text = Buffer.concat(chunks).toString('utf8');
@@ -60,9 +64,11 @@ export async function startIngress(): Promise<Ingress> {
     const status = ingress.answers.shift() ?? 200;
     if (status === 200) ingress.received.push({ text, envelope: JSON.parse(text) as Envelope });
     res.writeHead(status, { 'content-type': 'application/json' }).end('{}');
-  });
+  };
+  const server: Server = tls === undefined ? createServer(answer) : createHttpsServer(tls, answer);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  ingress.target = `http://127.0.0.1:${(server.address() as AddressInfo).port}/aip/v1/connector-callbacks`;
+  const scheme = tls === undefined ? 'http' : 'https';
+  ingress.target = `${scheme}://127.0.0.1:${(server.address() as AddressInfo).port}/aip/v1/connector-callbacks`;
   cleanups.push(() => new Promise((resolve) => server.close(() => resolve())));
   return ingress;
 }
@@ -94,13 +100,20 @@ export interface HostOptions {
   maxInFlight?: number;
   replicaId?: string;
   callbackAttemptTimeoutMs?: number;
+  /** The host's clock (default Date.now). */
+  now?: () => number;
+  /** The client stream chunks are sent with (default undici's global one). */
+  outbound?: Dispatcher;
+  /** Where the connector reaches Hermes (default the simulator itself; e.g. a gate in front of it). */
+  hermesUrl?: string;
+  logger?: Logger;
 }
 
 export async function startHost(options: HostOptions = {}): Promise<HostUnderTest> {
   const sim = options.sim ?? (await startHermesSimulator({ apiKey: API_KEY, ...(options.script ? { script: options.script } : {}) }));
   if (!options.sim) cleanups.push(() => sim.close());
   const ledger = options.ledger ?? (await DURABLE_BACKENDS[0]!.create()).ledger;
-  const connector = createHermesConnector({ endpoints: [{ id: ENDPOINT, baseUrl: sim.url, apiKey: API_KEY, tenantId: TENANT }], ledger });
+  const connector = createHermesConnector({ endpoints: [{ id: ENDPOINT, baseUrl: options.hermesUrl ?? sim.url, apiKey: API_KEY, tenantId: TENANT }], ledger });
   cleanups.push(() => connector.close());
   const status = new HostStatus();
   status.connectorReady = true;
@@ -132,6 +145,9 @@ export async function startHost(options: HostOptions = {}): Promise<HostUnderTes
     },
     stopSignal: stop.signal,
     ...(options.callbackAttemptTimeoutMs === undefined ? {} : { callbackAttemptTimeoutMs: options.callbackAttemptTimeoutMs }),
+    ...(options.now === undefined ? {} : { now: options.now }),
+    ...(options.outbound === undefined ? {} : { outbound: options.outbound }),
+    ...(options.logger === undefined ? {} : { logger: options.logger }),
   });
   const post = async (text: string, contentType = 'application/json'): Promise<Answer> => {
     const answer = await handler.handle({ body: Buffer.from(text, 'utf8'), headers: { 'content-type': contentType } });
