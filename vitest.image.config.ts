@@ -1,0 +1,20 @@
+/**
+ * `npm run test:image`: the image's own checks (test/image) and the §3 reference cases with every
+ * host started inside the built image (HERMES_AIP_HOST_IMAGE → test/helpers/aip-runtime/image-runner.ts).
+ * Needs `npm run image` first and root (runc); the default `vitest run` leaves test/image out.
+ */
+import { resolve } from 'node:path';
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/image/**/*.test.ts', 'test/host/reference-cases/*.test.ts'],
+    exclude: ['test/host/reference-cases/runtime-double.test.ts'],
+    env: { HERMES_AIP_HOST_IMAGE: process.env['HERMES_AIP_HOST_IMAGE'] ?? resolve('build/image') },
+    testTimeout: 30_000,
+    hookTimeout: 30_000,
+    pool: 'forks',
+    // Each file starts its own containers; two at a time keeps the 2-core machines responsive.
+    maxWorkers: 2,
+  },
+});
