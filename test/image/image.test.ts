@@ -26,6 +26,8 @@ const loaded = loadImageBundle(folder);
 const missing = 'missing' in loaded ? loaded.missing : undefined;
 const bundle = loaded as ImageBundle;
 const isRoot = process.getuid?.() === 0;
+if (missing) console.warn(`test/image skipped: ${missing}`);
+else if (!isRoot) console.warn('test/image: the container checks are skipped: runc needs root');
 const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as { name: string; version: string };
 
 const git = (...args: string[]) => execFileSync('git', args, { encoding: 'utf8' }).trim();
