@@ -1,5 +1,6 @@
 /**
- * Launches the built `hermes-aip host` (dist/cli/main.js) against a runtime double: a Hermes
+ * Launches the built `hermes-aip host` (dist/cli/main.js, or the OCI image through a `HostRunner`
+ * such as ./image-runner.ts, chosen by `HERMES_AIP_HOST_IMAGE`) against a runtime double: a Hermes
  * endpoints config for a simulator, an owner-only seed file, a durable ledger (a SQLite file,
  * or a PostgreSQL schema through an owner-only DATABASE_URL_FILE), the `AIP_CONNECTOR_HOST_*`
  * variables; waits for the `AIP connector host listening` log line, retries on another free
@@ -18,6 +19,7 @@ import { signingKeyFromSeed } from '../../../src/host/wire/keys.js';
 import { canonicalJson } from '../../../src/host/wire/json.js';
 import { reserialize } from '../../../src/host/wire/reference-types.js';
 import type { HostIdentity } from './callback-ingress.js';
+import { imageRunnerFromEnvironment } from './image-runner.js';
 import { GATEWAY_PRINCIPAL_ID, INSTANCE_ID, MESSAGES_PATH, TENANT_ID, TRUST_DOMAIN, TYPE_ID, VERSION_ID, replicaId } from './deployment.js';
 import type { HostTarget } from './dispatcher.js';
 import type { AipRuntime } from './runtime.js';
@@ -41,6 +43,37 @@ export interface LaunchOptions {
   seedHex?: string;
   /** More or overriding `AIP_CONNECTOR_HOST_*` settings, without the prefix (e.g. `HEARTBEAT_MS`). */
   settings?: Record<string, string>;
+  /** How the process starts; default `HERMES_AIP_HOST_IMAGE`'s image runner when set, else this Node on dist/. */
+  runner?: HostRunner;
+}
+
+/** A started host process and how to signal it (a container's process is signalled through its runtime). */
+export interface RunningHost {
+  child: ChildProcessWithoutNullStreams;
+  signal(signal: NodeJS.Signals): void;
+}
+
+/**
+ * Starts `hermes-aip <args>` with exactly `env`; every file the host reads or writes is under
+ * `folder` (an absolute path the runner must make reachable at the same path).
+ */
+export interface HostRunner {
+  readonly name: string;
+  spawn(args: string[], env: Record<string, string>, folder: string): RunningHost;
+}
+
+/** The built CLI on this process's Node: `node dist/cli/main.js <args>`. */
+export const nodeRunner: HostRunner = {
+  name: 'node dist/cli/main.js',
+  spawn(args, env) {
+    const child = spawn(process.execPath, [CLI, ...args], { env, stdio: 'pipe' });
+    return { child, signal: (signal) => void child.kill(signal) };
+  },
+};
+
+/** The runner the reference cases use: the image's when `HERMES_AIP_HOST_IMAGE` names a built image. */
+export function defaultRunner(): HostRunner {
+  return imageRunnerFromEnvironment() ?? nodeRunner;
 }
 
 export interface HostProcess {
@@ -58,18 +91,18 @@ export interface HostProcess {
   kill(signal?: NodeJS.Signals): void;
 }
 
-const live = new Set<ChildProcessWithoutNullStreams>();
+const live = new Map<ChildProcessWithoutNullStreams, RunningHost['signal']>();
 const folders = new Set<string>();
 process.once('exit', () => {
-  for (const child of live) child.kill('SIGKILL');
+  for (const signal of live.values()) signal('SIGKILL');
 });
 
 /** Kills every host still running and removes their folders. */
 export async function stopHosts(): Promise<void> {
-  const waits = [...live].map(
+  const waits = [...live.keys()].map(
     (child) => new Promise<void>((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', () => resolve()))),
   );
-  for (const child of live) child.kill('SIGKILL');
+  for (const signal of live.values()) signal('SIGKILL');
   await Promise.all(waits);
   for (const folder of folders) rmSync(folder, { recursive: true, force: true });
   folders.clear();
@@ -191,12 +224,13 @@ export async function launchHost(options: LaunchOptions): Promise<HostProcess> {
     JSON.stringify({ endpoints: [{ id: 'local', baseUrl: options.hermes.url, apiKeyFile: 'hermes.key', tenantId: TENANT_ID }] }),
   );
   const ledger: LedgerChoice = options.ledger ?? { kind: 'sqlite', path: join(folder, 'ledger.sqlite') };
+  const runner = options.runner ?? defaultRunner();
   for (let attempt = 1; ; attempt++) {
     const port = await freePort();
     const env = hostEnvironment({ ...options, ledger }, folder, seedPath, port);
-    const child = spawn(process.execPath, [CLI, 'host', '--config', configPath], { env, stdio: 'pipe' });
+    const { child, signal } = runner.spawn(['host', '--config', configPath], env, folder);
     child.stdin.end();
-    live.add(child);
+    live.set(child, signal);
     const output = { stderr: '', stdout: '' };
     child.stderr.setEncoding('utf8').on('data', (data: string) => (output.stderr += data));
     child.stdout.setEncoding('utf8').on('data', (data: string) => (output.stdout += data));
@@ -216,7 +250,7 @@ export async function launchHost(options: LaunchOptions): Promise<HostProcess> {
       stderr: () => output.stderr,
       stdout: () => output.stdout,
       exited,
-      kill: (signal: NodeJS.Signals = 'SIGKILL') => void child.kill(signal),
+      kill: (sig: NodeJS.Signals = 'SIGKILL') => signal(sig),
     };
     const start = await started(child, output);
     if (start.kind === 'exited') {
