@@ -105,7 +105,8 @@ if [ "$update_lock" = true ]; then
   step "wrote image/debian-packages.lock ($(wc -l <"$lock") packages)"
 elif ! diff -u "$lock" "$out/debian-packages.txt" >"$work/lock.diff"; then
   cat "$work/lock.diff" >&2
-  die "the root filesystem's packages differ from image/debian-packages.lock (above: - locked, + resolved). A pinned version is gone from the mirror or a dependency changed: review, then npm run image -- --update-debian-lock"
+  echo "image: the root filesystem's packages differ from image/debian-packages.lock (above: - locked, + resolved). A pinned version is gone from the mirror or a dependency changed: review, then npm run image -- --update-debian-lock" >&2
+  exit 3
 fi
 
 # --- layer 2: the application ----------------------------------------------------------------
