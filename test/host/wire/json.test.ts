@@ -84,7 +84,7 @@ describe('serdeNumber', () => {
     expect(serdeNumber(Number.POSITIVE_INFINITY)).toBe('null');
   });
 
-  it('equals serde_json\'s layout of the shortest digits, for any double', () => {
+  it("equals serde_json's layout of the shortest digits, for any double", () => {
     fc.assert(
       fc.property(fc.double({ noNaN: true, noDefaultInfinity: true }), (n) => {
         expect(writeSerdeFloat(n)).toBe(expectedRyu(n));

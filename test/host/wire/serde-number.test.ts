@@ -68,7 +68,7 @@ describe("serde_json's reading of a number, re-serialised", () => {
 });
 
 describe('parseWire on a number serde_json refuses', () => {
-  it('fails the parse in serde_json\'s words, never reading it as null', () => {
+  it("fails the parse in serde_json's words, never reading it as null", () => {
     expect(parseWire('1e400')).toEqual({ error: 'number out of range at line 1 column 5' });
     expect(parseWire('{"a":[true,\n -1e400]}')).toEqual({ error: 'number out of range at line 2 column 7' });
   });
