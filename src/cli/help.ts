@@ -115,6 +115,7 @@ request from that request alone:
   "Run the shell command: <cmd>" or
   "... run exactly: <cmd> (...)"         a call of the terminal tool with {"command": "<cmd>"}
   "Reply with the single word: <word>"   <word>
+  "Stream <N> deltas"                    "1 2 … N", one number per delta (N at most 10000)
   anything else                          a short text, streamed as several deltas
 Any other path answers 404 at once.
 
