@@ -49,6 +49,11 @@ export interface RealHermes {
    * `gateway.drain_control`, which the gateway polls every second; from then on it refuses new runs.
    */
   requestDrain(): Promise<void>;
+  /**
+   * Stops the gateway (`graceful`: SIGTERM, as an operator's restart; `crash`: SIGKILL, no shutdown
+   * code runs) and starts it again over the same HERMES_HOME, port and key; resolves once /health answers.
+   */
+  restart(how: 'graceful' | 'crash'): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -146,28 +151,49 @@ export async function startRealHermes(options: RealHermesOptions): Promise<RealH
     API_SERVER_PORT: String(port),
     API_SERVER_KEY: apiKey,
   };
-  const child = spawn(executable, ['gateway', 'run'], { cwd: hermesHome, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   const keep = (chunk: Buffer) => {
     output = (output + chunk.toString('utf8')).slice(-OUTPUT_KEPT_BYTES);
   };
-  child.stdout?.on('data', keep);
-  child.stderr?.on('data', keep);
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const baseUrl = `http://127.0.0.1:${port}`;
+  const launch = async (): Promise<Gateway> => {
+    const child = spawn(executable, ['gateway', 'run'], { cwd: hermesHome, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout?.on('data', keep);
+    child.stderr?.on('data', keep);
+    const gateway = { child, exited: new Promise<void>((resolve) => child.once('exit', () => resolve())) };
+    try {
+      await waitForHealth(baseUrl, gateway.exited, options.startTimeoutMs ?? 90_000);
+    } catch (error) {
+      const logs = logTails(hermesHome);
+      await stopProcessTree(gateway.child, gateway.exited);
+      throw new Error(`Hermes ${options.version} did not become healthy on ${baseUrl}: ${(error as Error).message}\n--- Hermes output ---\n${output}\n${logs}`);
+    }
+    return gateway;
+  };
+  let current: Gateway | undefined;
+  try {
+    current = await launch();
+  } catch (error) {
+    rmSync(root, { recursive: true, force: true });
+    throw error;
+  }
   const stop = async () => {
-    await stopProcessTree(child, exited);
+    if (current) await stopProcessTree(current.child, current.exited);
+    current = undefined;
     rmSync(root, { recursive: true, force: true });
   };
-  try {
-    await waitForHealth(baseUrl, exited, options.startTimeoutMs ?? 90_000);
-  } catch (error) {
-    const logs = logTails(hermesHome);
-    await stop();
-    throw new Error(`Hermes ${options.version} did not become healthy on ${baseUrl}: ${(error as Error).message}\n--- Hermes output ---\n${output}\n${logs}`);
-  }
+  const restart = async (how: 'graceful' | 'crash') => {
+    if (current) await stopProcessTree(current.child, current.exited, how === 'crash' ? 'SIGKILL' : 'SIGTERM');
+    current = undefined;
+    current = await launch();
+  };
   const requestDrain = () => writeDrainMarker(options.version, { ...env, HERMES_HOME: hermesHome });
-  return { version: options.version, baseUrl, apiKey, scratchDir, hermesHome, output: () => output, requestDrain, stop };
+  return { version: options.version, baseUrl, apiKey, scratchDir, hermesHome, output: () => output, requestDrain, restart, stop };
+}
+
+interface Gateway {
+  child: ChildProcess;
+  exited: Promise<void>;
 }
 
 /** The fake model and a real Hermes using it; the model is closed again when Hermes does not start. */
@@ -273,14 +299,14 @@ function logTails(hermesHome: string): string {
 }
 
 /**
- * SIGTERM to the gateway's process group, SIGKILL after 10 s; then SIGKILL to any descendant
+ * SIGTERM (or at once SIGKILL) to the gateway's process group, SIGKILL after 10 s; then SIGKILL to any descendant
  * (tool commands run in process groups of their own) still alive.
  */
-async function stopProcessTree(child: ChildProcess, exited: Promise<void>): Promise<void> {
+async function stopProcessTree(child: ChildProcess, exited: Promise<void>, first: 'SIGTERM' | 'SIGKILL' = 'SIGTERM'): Promise<void> {
   if (child.pid === undefined) return;
   const descendants = descendantsOf(child.pid);
   if (child.exitCode === null && child.signalCode === null) {
-    signalGroup(child.pid, 'SIGTERM');
+    signalGroup(child.pid, first);
     const timedOut = await Promise.race([exited.then(() => false), new Promise<boolean>((resolve) => setTimeout(() => resolve(true), 10_000))]);
     if (timedOut) {
       signalGroup(child.pid, 'SIGKILL');
