@@ -21,7 +21,9 @@ export type Entry = Record<string, unknown>;
 const RUN_ID = /run_[0-9a-f]{32}/g;
 /** An approval's `request_id` (0.20.1 on): uuid4().hex, different on every run. */
 const REQUEST_ID = /^[0-9a-f]{32}$/;
-const TIME_KEYS = new Set(['timestamp', 'created_at', 'updated_at']);
+const TIME_KEYS = new Set(['timestamp', 'created_at', 'updated_at', 'shutdown_requested_at']);
+/** What 0.22's `runtime` names (the configured provider and model), which the two servers cannot share. */
+const RUNTIME_TEXT_KEYS = new Set(['provider', 'model']);
 /** Texts a model or Hermes' own wording decides, which the two servers cannot share. */
 const TEXT_KEYS = new Set(['delta', 'text', 'output', 'command', 'preview', 'description', 'pattern_key', 'pattern_keys']);
 const COMPARED_HEADERS = ['content-type', 'cache-control', 'x-accel-buffering', 'retry-after', 'content-length'];
@@ -143,6 +145,8 @@ export class TranscriptClient {
     if (key === 'version' && typeof value === 'string') return '<version>';
     if (key === 'request_id' && typeof value === 'string' && REQUEST_ID.test(value)) return '<request-id>';
     if (key === 'usage' && isObject(value)) return Object.fromEntries(Object.keys(value).map((name) => [name, '<tokens>']));
+    if (key === 'runtime' && isObject(value))
+      return Object.fromEntries(Object.entries(value).map(([name, item]) => [name, RUNTIME_TEXT_KEYS.has(name) ? '<text>' : item]));
     if (typeof value === 'string') return value.replace(RUN_ID, (id) => this.runName(id));
     if (Array.isArray(value)) return value.map((item) => this.normalise(item));
     if (isObject(value)) return Object.fromEntries(Object.entries(value).map(([name, item]) => [name, this.normalise(item, name)]));
@@ -193,10 +197,11 @@ export class EventStream {
 }
 
 /**
- * Each SSE frame as `data <event>` (with its fields) or the comment itself; consecutive
- * `message.delta` frames collapse into one holding their text joined (the two servers split texts
- * differently, but stream the same text). A frame that is not exactly one `data: ` line with
- * Python's `json.dumps` separators is recorded verbatim.
+ * Each SSE frame as `data <event>` (with its fields, and its `id:` line when it has one, as 0.22
+ * sends) or the comment itself; consecutive `message.delta` frames collapse into one holding their
+ * text joined (the two servers may split texts differently, but stream the same text) and the
+ * first and last `seq` when they are numbered. A frame that is not exactly one `data: ` line with
+ * Python's `json.dumps` separators, optionally after one `id: <n>` line, is recorded verbatim.
  */
 function frameSummary(text: string): unknown[] {
   const frames: unknown[] = [];
@@ -205,22 +210,40 @@ function frameSummary(text: string): unknown[] {
   for (const frame of parts) {
     const summary = describeFrame(frame);
     const previous = frames.at(-1);
-    if (isDeltas(summary) && isDeltas(previous)) previous['message.delta+'] += summary['message.delta+'];
-    else frames.push(summary);
+    if (isDeltas(summary) && isDeltas(previous)) {
+      previous['message.delta+'] += summary['message.delta+'];
+      if (summary.seqs !== undefined && previous.seqs !== undefined) previous.seqs = [previous.seqs[0], summary.seqs[1]];
+    } else frames.push(summary);
   }
   if (trailing !== '') frames.push({ unterminated: trailing });
   return frames;
 }
 
-const isDeltas = (summary: unknown): summary is { 'message.delta+': string } => isObject(summary) && 'message.delta+' in summary;
+const isDeltas = (summary: unknown): summary is { 'message.delta+': string; seqs?: [unknown, unknown] } => isObject(summary) && 'message.delta+' in summary;
 
 function describeFrame(frame: string): unknown {
   if (frame.startsWith(': ')) return frame;
-  const payload = frame.startsWith('data: ') ? frame.slice('data: '.length) : undefined;
+  const idLine = /^id: (\d+)\n/.exec(frame);
+  const rest = idLine ? frame.slice(idLine[0].length) : frame;
+  const payload = rest.startsWith('data: ') ? rest.slice('data: '.length) : undefined;
   const event = payload === undefined || payload.includes('\n') || !hasPythonSeparators(payload) ? undefined : parseJson(payload);
   if (!isObject(event)) return { malformed: frame };
-  if (event['event'] === 'message.delta') return { 'message.delta+': String(event['delta']) };
-  return { data: event };
+  const id = idLine ? { id: Number(idLine[1]) } : {};
+  if (isAbandonedTool(event)) event['error'] = true;
+  if (event['event'] === 'message.delta') {
+    return { 'message.delta+': String(event['delta']), ...id, ...('seq' in event ? { seqs: [event['seq'], event['seq']] } : {}) };
+  }
+  return { ...id, data: event };
+}
+
+/**
+ * 0.22 gives a stopped tool 3 s to exit; one that takes longer (a loaded machine) is abandoned and
+ * reported `error: false` with this preview, instead of `error: true` with the interrupted command's
+ * result. Which one comes is a race, so the abandoned outcome is recorded as the interrupted one
+ * (docs/real-hermes-findings.md).
+ */
+export function isAbandonedTool(event: Record<string, unknown>): boolean {
+  return event['event'] === 'tool.completed' && event['error'] === false && /^\[Tool execution cancelled — \S+ was abandoned: /.test(String(event['preview']));
 }
 
 /** `json.dumps` defaults: `", "` between items and `": "` after keys (no text here contains `",` or `":`). */
