@@ -43,8 +43,8 @@ export class TranscriptClient {
     this.entries.push(this.normalise(entry) as Entry);
   }
 
-  async start(body: Record<string, unknown>): Promise<string | undefined> {
-    const answer = await this.exchange('POST', '/v1/runs', { body: JSON.stringify(body) });
+  async start(body: Record<string, unknown>, headers: Record<string, string> = {}): Promise<string | undefined> {
+    const answer = await this.exchange('POST', '/v1/runs', { body: JSON.stringify(body), headers });
     const runId = (answer.json as { run_id?: string } | undefined)?.run_id;
     if (answer.status === 202 && runId) this.unread.add(runId);
     return answer.status === 202 ? runId : undefined;
@@ -62,17 +62,36 @@ export class TranscriptClient {
     return this.exchange('POST', `/v1/runs/${runId}/stop`, { body: '{}' });
   }
 
+  /** 0.22's `POST …/steer`. */
+  steer(runId: string, body: Record<string, unknown>) {
+    return this.exchange('POST', `/v1/runs/${runId}/steer`, { body: JSON.stringify(body) });
+  }
+
   /** One JSON exchange, recorded. */
-  async exchange(method: string, path: string, options: { body?: string | Readable; key?: string } = {}): Promise<{ status: number; json: unknown }> {
+  async exchange(
+    method: string,
+    path: string,
+    options: { body?: string | Readable; key?: string; headers?: Record<string, string> } = {},
+  ): Promise<{ status: number; json: unknown }> {
     const answer = await request(`${this.server.baseUrl}${path}`, {
       method: method as 'GET' | 'POST',
-      headers: { authorization: `Bearer ${options.key ?? this.server.apiKey}`, ...(options.body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: {
+        authorization: `Bearer ${options.key ?? this.server.apiKey}`,
+        ...(options.body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...options.headers,
+      },
       ...(options.body === undefined ? {} : { body: options.body }),
       reset: true,
     });
     const text = await answer.body.text();
     const json = parseJson(text);
-    this.note({ request: `${method} ${path}`, status: answer.statusCode, headers: headerSummary(answer.headers, false), body: json ?? text });
+    const sent = Object.keys(options.headers ?? {});
+    this.note({
+      request: `${method} ${path}${sent.length > 0 ? ` (${sent.join(', ')})` : ''}`,
+      status: answer.statusCode,
+      headers: headerSummary(answer.headers, false),
+      body: json ?? text,
+    });
     return { status: answer.statusCode, json };
   }
 
@@ -109,10 +128,10 @@ export class TranscriptClient {
     this.note({ statuses_seen: seen });
   }
 
-  /** Opens the run's event stream; `recordEvents` records it once it has ended. */
-  openEvents(runId: string): EventStream {
+  /** Opens the run's event stream (`query` such as `?last_seq=3`, extra `headers` such as `Last-Event-ID`); `recordEvents` records it once it has ended. */
+  openEvents(runId: string, options: EventStreamOptions = {}): EventStream {
     this.unread.delete(runId);
-    return new EventStream(this.server, runId);
+    return new EventStream(this.server, runId, options);
   }
 
   /** Waits for the stream's end and records it here, so that the order of entries follows the scenario, not timing. */
@@ -120,8 +139,8 @@ export class TranscriptClient {
     this.note(await stream.ended);
   }
 
-  events(runId: string): Promise<void> {
-    return this.recordEvents(this.openEvents(runId));
+  events(runId: string, options: EventStreamOptions = {}): Promise<void> {
+    return this.recordEvents(this.openEvents(runId, options));
   }
 
   /** Reads (unrecorded) every stream not read yet, so that the next scenario finds the 429 gate empty. */
@@ -159,6 +178,12 @@ export class TranscriptClient {
   }
 }
 
+export interface EventStreamOptions {
+  /** Appended to the path, e.g. `?last_seq=3`. */
+  query?: string;
+  headers?: Record<string, string>;
+}
+
 /** One subscriber of `GET /v1/runs/{id}/events`: collects the frames, lets a scenario wait for an event. */
 export class EventStream {
   /** The stream's transcript entry, once it has ended. */
@@ -166,8 +191,8 @@ export class EventStream {
   private text = '';
   private readonly waiters: Array<{ event: string; resolve: () => void }> = [];
 
-  constructor(server: Server, runId: string) {
-    this.ended = this.read(server, runId);
+  constructor(server: Server, runId: string, options: EventStreamOptions = {}) {
+    this.ended = this.read(server, runId, options);
   }
 
   /** Resolves once a frame of this event has arrived (or the stream ended without one). */
@@ -176,16 +201,19 @@ export class EventStream {
     return new Promise((resolve) => this.waiters.push({ event, resolve }));
   }
 
-  private async read(server: Server, runId: string): Promise<Entry> {
+  private async read(server: Server, runId: string, options: EventStreamOptions): Promise<Entry> {
     try {
-      const answer = await request(`${server.baseUrl}/v1/runs/${runId}/events`, { headers: { authorization: `Bearer ${server.apiKey}` }, reset: true });
+      const path = `/v1/runs/${runId}/events${options.query ?? ''}`;
+      const headers = { authorization: `Bearer ${server.apiKey}`, ...options.headers };
+      const answer = await request(`${server.baseUrl}${path}`, { headers, reset: true });
       for await (const chunk of answer.body) {
         this.text += (chunk as Buffer).toString('utf8');
         for (const waiter of this.waiters.filter((candidate) => this.text.includes(`"event": "${candidate.event}"`))) waiter.resolve();
       }
       const sse = String(answer.headers['content-type'] ?? '').startsWith('text/event-stream');
+      const sent = Object.keys(options.headers ?? {});
       return {
-        request: `GET /v1/runs/${runId}/events`,
+        request: `GET ${path}${sent.length > 0 ? ` (${sent.join(', ')})` : ''}`,
         status: answer.statusCode,
         headers: headerSummary(answer.headers, sse),
         ...(sse ? { frames: frameSummary(this.text) } : { body: parseJson(this.text) ?? this.text }),

@@ -566,6 +566,7 @@ class HermesSimulatorServer implements HermesSimulator {
       userMessage,
       stream,
       ...(idempotency ? { idempotencyKey: idempotency.key } : {}),
+      lastEventOnlyOnceSet: this.traits.richRunRecords,
     });
     this.streams.set(id, stream);
     this.statuses.set(id, run);

@@ -72,6 +72,8 @@ export interface RunInit {
   userMessage: unknown;
   stream: RunStream;
   idempotencyKey?: string;
+  /** 0.22: the status has no `last_event` until the run's first event. */
+  lastEventOnlyOnceSet?: boolean;
 }
 
 /** One run: its status record, its control state (agent/task/approval refs) and its queue. */
@@ -119,6 +121,7 @@ export class RunState {
   sessionTurn: Promise<void> | undefined;
   /** 0.22: the steer texts the run accepted, in order. */
   readonly steers: string[] = [];
+  private readonly lastEventOnlyOnceSet: boolean;
   /** Resolves once the run has ended or was killed. */
   readonly settled: Promise<void>;
   private settle: () => void = () => undefined;
@@ -136,6 +139,7 @@ export class RunState {
     this.userMessage = init.userMessage;
     this.stream = init.stream;
     this.idempotencyKey = init.idempotencyKey;
+    this.lastEventOnlyOnceSet = init.lastEventOnlyOnceSet === true;
     this.settled = new Promise((resolve) => {
       this.settle = resolve;
     });
@@ -169,6 +173,7 @@ export class RunState {
       model: this.model,
       last_event: this.lastEvent,
     };
+    if (this.lastEventOnlyOnceSet && this.lastEvent === null) delete object['last_event'];
     // 0.22: the pending approval while waiting, and the terminal event's fields once ended.
     if (this.status === 'waiting_for_approval' && this.approvalEvent) object['approval'] = this.approvalEvent;
     if (this.terminalFields) return Object.assign(object, this.terminalFields);
