@@ -148,8 +148,9 @@ export interface HermesSimulator {
   injectFault(fault: SimulatorFault): void;
   /**
    * Simulate a process restart: live runs stop silently and every open connection drops.
-   * Pin and v0.19: all run state is forgotten (every id answers 404). Later: idempotency records and
-   * terminal statuses survive; unsettled runs become `interrupted`.
+   * Pin to v0.20: all run state is forgotten (every id answers 404). Later: idempotency records and
+   * terminal statuses survive; unsettled runs become `interrupted`. v0.22: the same for the runs
+   * started with an `Idempotency-Key` only (read back with sorted keys); the others are forgotten.
    */
   restart(): void;
   /**
