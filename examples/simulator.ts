@@ -5,7 +5,7 @@
 import { createHermesConnector } from 'aip-connector-hermes-agent';
 import { startHermesSimulator } from 'aip-connector-hermes-agent/simulator';
 
-const sim = await startHermesSimulator({ apiKey: 'hk_local_key', profile: 'pin' }); // or 'v0.19', 'v0.20', 'later'
+const sim = await startHermesSimulator({ apiKey: 'hk_local_key', profile: 'pin' }); // or 'v0.19', 'v0.20', 'v0.22', 'later'
 sim.injectFault({ route: 'status', response: { status: 503 } }); // the next status read answers 503
 sim.restart(); // a Hermes restart: every run is forgotten
 

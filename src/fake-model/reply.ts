@@ -4,8 +4,11 @@
  * a scripted turn.
  */
 
-/** A text reply, or a call of Hermes' `terminal` tool. */
-export type FakeReply = { kind: 'text'; text: string } | { kind: 'tool_call'; name: 'terminal'; arguments: { command: string } };
+/**
+ * A text reply (streamed as `deltas` when given, else as a few deltas of its text), or a call of
+ * Hermes' `terminal` tool.
+ */
+export type FakeReply = { kind: 'text'; text: string; deltas?: string[] } | { kind: 'tool_call'; name: 'terminal'; arguments: { command: string } };
 
 /** Said after a tool result: non-empty, since an empty final reply makes Hermes retry. */
 export const AFTER_TOOL_TEXT = 'The command has finished.';
@@ -21,6 +24,10 @@ export const NO_TOOLS_TEXT = 'Fake model reply.';
 const COMMAND_DIRECTIVE = /\brun (?:the shell command|exactly):\s*(.+?)(?:\s+\(|\s*$)/im;
 /** The qualification's harmless prompt: "Reply with the single word: ready". */
 const WORD_DIRECTIVE = /\breply with the single word:\s*(\S+)/i;
+/** "Stream 1200 deltas": a text of that many deltas, `1 `, `2 `, …, `N` (a run with more events than Hermes retains). */
+const DELTAS_DIRECTIVE = /\bstream (\d{1,5}) deltas\b/i;
+/** The most deltas one reply streams. */
+export const MAX_STREAMED_DELTAS = 10_000;
 
 interface ChatMessage {
   role?: unknown;
@@ -34,6 +41,12 @@ export function decideReply(request: { messages?: unknown; tools?: unknown }): F
   const prompt = lastUserText(messages);
   const command = COMMAND_DIRECTIVE.exec(prompt)?.[1]?.trim();
   if (command) return { kind: 'tool_call', name: 'terminal', arguments: { command } };
+  const count = Number(DELTAS_DIRECTIVE.exec(prompt)?.[1] ?? 0);
+  if (count > 0) {
+    const deltas = Array.from({ length: Math.min(count, MAX_STREAMED_DELTAS) }, (_, index) => `${index + 1} `);
+    deltas[deltas.length - 1] = (deltas.at(-1) as string).trimEnd();
+    return { kind: 'text', text: deltas.join(''), deltas };
+  }
   const word = WORD_DIRECTIVE.exec(prompt)?.[1]?.replace(/[.!]+$/, '');
   return { kind: 'text', text: word ?? DEFAULT_TEXT };
 }

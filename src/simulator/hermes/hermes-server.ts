@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { collectBody, listen, originOf, type CollectedBody } from '../shared/http-common.js';
 import { checkIdempotencyKey, checkSessionKey, corsDecision, decodePath, isAuthorized, matchRoute } from './http-routing.js';
 import { PROFILE_TRAITS, type ProfileTraits } from './profiles.js';
-import { pyJson } from './py-json.js';
+import { PyFloat, pyFloat, pyJson } from './py-json.js';
 import {
   APPROVAL_CHOICES,
   RESTART_ERROR,
@@ -63,8 +63,9 @@ function resolveOptions(options: HermesSimulatorOptions): ResolvedOptions {
     profile,
     modelName: options.modelName ?? 'hermes-agent',
     maxConcurrentRuns: Math.max(0, options.maxConcurrentRuns ?? 10),
-    keepaliveMs: options.keepaliveMs ?? 30_000,
-    replayRetainedEvents: options.replayRetainedEvents ?? 10_000,
+    keepaliveMs: options.keepaliveMs ?? PROFILE_TRAITS[profile].keepaliveMs,
+    // 0.22 keeps a run's last 1000 events (`_RunStream.BACKLOG_LIMIT`, the end of the stream included).
+    replayRetainedEvents: options.replayRetainedEvents ?? (PROFILE_TRAITS[profile].eventBacklog ? 1000 : 10_000),
     sweepIntervalMs: options.sweepIntervalMs ?? 60_000,
     streamTtlMs: options.streamTtlMs ?? 300_000,
     retentionMs: options.retentionMs ?? 3_600_000,
@@ -116,6 +117,8 @@ class HermesSimulatorServer implements HermesSimulator {
   /** Every run ever created, for inspection; survives restarts and sweeps. */
   private readonly history = new Map<string, RunState>();
   private readonly idempotency = new Map<string, IdempotencyRecord>();
+  /** 0.22: per session named in a run's body, what its next run waits for (its earlier runs ending). */
+  private readonly sessionTurns = new Map<string, Promise<void>>();
   private readonly faults: ArmedFault[] = [];
   private readonly env: RunEnvironment;
   private sweepTimer: NodeJS.Timeout | undefined;
@@ -137,6 +140,8 @@ class HermesSimulatorServer implements HermesSimulator {
       streamsNeverTerminate: options.misbehaviour.streamsNeverTerminate === true,
       approvalRequestIds: this.traits.approvalRequestIds,
       eventReplay: this.traits.eventReplay,
+      eventBacklog: this.traits.eventBacklog,
+      richRunRecords: this.traits.richRunRecords,
     };
     this.server = createServer((req, res) => {
       this.handle(req, res).catch(() => this.answerCrash(res));
@@ -179,15 +184,27 @@ class HermesSimulatorServer implements HermesSimulator {
   }
 
   /**
-   * A process restart. Pin and v0.19: everything is forgotten. Later: idempotency records and
-   * terminal statuses survive; unsettled runs become `interrupted`. Either way, live
-   * runs stop silently and every open connection drops.
+   * A process restart. Pin to v0.20: everything is forgotten. Later: idempotency records and
+   * terminal statuses survive; unsettled runs become `interrupted`. v0.22: the same, but only for
+   * runs started with an `Idempotency-Key` (the others are forgotten), read back as stored. Either
+   * way, live runs stop silently and every open connection drops.
    */
   restart(): void {
+    const unsettled = new Set([...this.statuses.values()].filter((run) => !TERMINAL_STATUSES.has(run.status)));
     for (const run of this.history.values()) if (run.isLive) killRun(run);
     this.streams.clear();
-    if (this.traits.durableStatuses) this.interruptUnsettledRuns();
-    else this.statuses.clear();
+    switch (this.traits.durableStatuses) {
+      case 'none':
+        this.statuses.clear();
+        break;
+      case 'all-runs':
+        this.interruptUnsettledRuns();
+        break;
+      case 'keyed-runs':
+        this.restoreKeyedRuns(unsettled);
+        break;
+    }
+    this.sessionTurns.clear();
     this.timers.clearAll();
     this.server.closeAllConnections();
   }
@@ -218,6 +235,27 @@ class HermesSimulatorServer implements HermesSimulator {
       this.server.close(() => resolve());
       this.server.closeAllConnections();
     });
+  }
+
+  /**
+   * 0.22: only runs started with an `Idempotency-Key` have a stored status; it is read back with its
+   * keys sorted (Python's `sort_keys=True`), and one that had not settled becomes `interrupted`
+   * with the restart's error, keeping its other fields (a pending `approval` included).
+   */
+  private restoreKeyedRuns(unsettled: ReadonlySet<RunState>): void {
+    for (const [runId, run] of this.statuses) {
+      if (run.idempotencyKey === undefined) {
+        this.statuses.delete(runId);
+        continue;
+      }
+      const stored = sortedKeys(run.statusObject()) as Record<string, unknown>;
+      if (unsettled.has(run)) {
+        run.error = RESTART_ERROR;
+        run.touch('interrupted', 'run.interrupted');
+        Object.assign(stored, { status: 'interrupted', error: RESTART_ERROR, last_event: 'run.interrupted', updated_at: pyFloat(run.updatedAt) });
+      }
+      run.restoredStatus = stored;
+    }
   }
 
   private interruptUnsettledRuns(): void {
@@ -274,7 +312,7 @@ class HermesSimulatorServer implements HermesSimulator {
       sendJson(res, 413, BODY_TOO_LARGE);
       return;
     }
-    const match = matchRoute(req.method ?? 'GET', req.url ?? '/');
+    const match = matchRoute(req.method ?? 'GET', req.url ?? '/', { capabilitiesAndSteer: this.traits.capabilitiesAndSteer });
     if (match.kind === 'not-found') return sendHttpText(res, 404, '404: Not Found');
     if (match.kind === 'method-not-allowed') {
       return sendHttpText(res, 405, '405: Method Not Allowed', [['Allow', match.allow]]);
@@ -295,6 +333,8 @@ class HermesSimulatorServer implements HermesSimulator {
     switch (route) {
       case 'health':
         return this.handleHealth(exchange);
+      case 'capabilities':
+        return this.handleCapabilities(exchange);
       case 'start':
         return this.handleStart(exchange);
       case 'status':
@@ -305,6 +345,8 @@ class HermesSimulatorServer implements HermesSimulator {
         return this.handleApproval(exchange);
       case 'stop':
         return this.handleStop(exchange);
+      case 'steer':
+        return this.handleSteer(exchange);
     }
   }
 
@@ -392,7 +434,8 @@ class HermesSimulatorServer implements HermesSimulator {
       return sendJson(res, 503, openAiError('Gateway is draining existing work; retry shortly.', 'gateway_draining'), [['Retry-After', '1']]);
     }
     const sessionHeaders: HeaderList = session.key === undefined ? [] : [['X-Hermes-Session-Key', session.key]];
-    const early = this.traits.idempotentStarts ? await this.idempotencyStep(exchange, session.key, sessionHeaders) : { kind: 'go-on' as const };
+    if (this.traits.idempotentStarts === 'answer-current-status') return this.handleStartInOrderOf022(exchange, session.key, sessionHeaders);
+    const early = this.traits.idempotentStarts !== 'none' ? await this.idempotencyStep(exchange, session.key, sessionHeaders) : { kind: 'go-on' as const };
     if (early.kind === 'answered') return;
     if (this.gateIsFull()) {
       const message = `Too many concurrent runs (max ${this.options.maxConcurrentRuns})`;
@@ -408,8 +451,38 @@ class HermesSimulatorServer implements HermesSimulator {
     }
     const run = this.createRun(parsed.value, check.userMessage, early.idempotency);
     const answer: Record<string, unknown> = { run_id: run.id, status: 'started' };
-    if (this.traits.idempotentStarts) answer['replayed'] = false;
+    if (this.traits.idempotentStarts !== 'none') answer['replayed'] = false;
     sendJson(res, 202, answer, sessionHeaders);
+  }
+
+  /**
+   * 0.22 (`_handle_runs`): the body is parsed first, then `Idempotency-Key` (stripped; empty means
+   * none) and `input` are checked, then a key seen before is answered (replay or conflict) before the gate.
+   */
+  private async handleStartInOrderOf022(exchange: Exchange, sessionKey: string | undefined, sessionHeaders: HeaderList): Promise<void> {
+    const { req, res } = exchange;
+    const parsed = await this.readJson(exchange);
+    if (parsed === undefined || this.answeredUnusableBody(res, parsed)) return;
+    const key = (headerValue(req, 'idempotency-key') ?? '').trim();
+    if (key.length > 255 || /[^\x21-\x7e]/.test(key)) {
+      return sendJson(res, 400, openAiError('Idempotency-Key must be 1-255 visible ASCII characters', 'invalid_idempotency_key'));
+    }
+    const check = checkRunRequest(parsed.value);
+    if (check.kind === 'unhandled') return sendUnhandledError(res);
+    if (check.kind === 'bad-request') return sendJson(res, 400, openAiError(check.message));
+    let claim: IdempotencyClaim | undefined;
+    if (key !== '') {
+      const fingerprint = pyJson({ body: parsed.value, session_key: sessionKey ?? null }, { sortKeys: true });
+      const record = this.idempotency.get(key);
+      if (record) return this.answerIdempotentRepeat(res, record, fingerprint, sessionHeaders);
+      claim = { key, fingerprint };
+    }
+    if (this.gateIsFull()) {
+      const message = `Too many concurrent runs (max ${this.options.maxConcurrentRuns})`;
+      return sendJson(res, 429, openAiError(message, 'rate_limit_exceeded', 'rate_limit_error'), [['Retry-After', '1']]);
+    }
+    const run = this.createRun(parsed.value, check.userMessage, claim);
+    sendJson(res, 202, { run_id: run.id, status: 'started', replayed: false }, sessionHeaders);
   }
 
   /** The parsed body, or undefined when the client went away before sending all of it. */
@@ -440,13 +513,22 @@ class HermesSimulatorServer implements HermesSimulator {
     return { kind: 'answered' };
   }
 
+  /** `later` answers a replay `started`; 0.22 answers the run's status now and words a conflict differently. */
   private answerIdempotentRepeat(res: ServerResponse, record: IdempotencyRecord, fingerprint: string, sessionHeaders: HeaderList): void {
+    const current = this.traits.idempotentStarts === 'answer-current-status';
     if (record.fingerprint !== fingerprint) {
-      sendJson(res, 409, openAiError('Idempotency-Key was already used with a different request', 'idempotency_key_conflict'));
+      const message = current
+        ? 'Idempotency-Key was already used with a different request payload'
+        : 'Idempotency-Key was already used with a different request';
+      sendJson(res, 409, openAiError(message, 'idempotency_key_conflict'));
       return;
     }
-    const answer = { run_id: record.runId, status: 'started', replayed: true };
-    sendJson(res, 202, answer, [...sessionHeaders, ['Idempotency-Replayed', 'true']]);
+    if (!current) {
+      sendJson(res, 202, { run_id: record.runId, status: 'started', replayed: true }, [...sessionHeaders, ['Idempotency-Replayed', 'true']]);
+      return;
+    }
+    const status = this.history.get(record.runId)?.statusObject()['status'] ?? 'queued';
+    sendJson(res, 202, { run_id: record.runId, status, replayed: true }, [['Idempotency-Replayed', 'true'], ...sessionHeaders]);
   }
 
   /** Full when the profile's count reaches the limit (0 disables the gate). */
@@ -474,7 +556,7 @@ class HermesSimulatorServer implements HermesSimulator {
   private createRun(body: Record<string, unknown>, userMessage: unknown, idempotency: IdempotencyClaim | undefined): RunState {
     const steps = this.options.script ? this.options.script(body) : defaultScript(body, userMessage);
     const id = `run_${randomUUID().replaceAll('-', '')}`;
-    const stream = new RunStream(this.timers);
+    const stream = new RunStream(this.timers, this.traits.eventBacklog ? this.options.replayRetainedEvents : undefined);
     const sessionId = body['session_id'];
     const run = new RunState({
       id,
@@ -484,14 +566,23 @@ class HermesSimulatorServer implements HermesSimulator {
       userMessage,
       stream,
       ...(idempotency ? { idempotencyKey: idempotency.key } : {}),
+      lastEventOnlyOnceSet: this.traits.richRunRecords,
     });
     this.streams.set(id, stream);
     this.statuses.set(id, run);
     this.history.set(id, run);
     this.created++;
     if (idempotency) this.idempotency.set(idempotency.key, { fingerprint: idempotency.fingerprint, runId: id, createdAt: Date.now() });
+    if (this.traits.sessionTurns && pyTruthy(sessionId)) this.takeSessionTurn(run, pyJson(sessionId));
     void executeRun(this.env, run, steps);
     return run;
+  }
+
+  /** 0.22: a run of a session named in the body waits for the session's earlier runs (the session turn lease). */
+  private takeSessionTurn(run: RunState, session: string): void {
+    const earlier = this.sessionTurns.get(session);
+    if (earlier) run.sessionTurn = earlier;
+    this.sessionTurns.set(session, earlier ? Promise.all([earlier, run.settled]).then(() => undefined) : run.settled);
   }
 
   // ---- GET /v1/runs/{id} and /events ---------------------------------------------------
@@ -505,7 +596,9 @@ class HermesSimulatorServer implements HermesSimulator {
     sendJson(res, 200, run.statusObject());
   }
 
-  private async handleEvents({ req, res, runId }: Exchange): Promise<void> {
+  private async handleEvents(exchange: Exchange): Promise<void> {
+    if (this.traits.eventBacklog) return this.streamFromBacklog(exchange);
+    const { req, res, runId } = exchange;
     const lastSeq = this.traits.eventReplay ? lastSeqOf(req.url ?? '') : undefined;
     if (lastSeq !== undefined) return this.replayEvents(res, runId, lastSeq);
     const stream = await this.waitForStream(runId, res);
@@ -541,6 +634,34 @@ class HermesSimulatorServer implements HermesSimulator {
     if (this.streams.get(runId) === stream) this.streams.delete(runId);
   }
 
+  /**
+   * 0.22: an id this server never issued is 404 at once (run ownership); a known run's stream is
+   * looked up as before. The subscriber gets `: open`, then `replay.truncated` when the events after
+   * its cursor (`Last-Event-ID`, else `?last_seq`; -1 when absent or not a number) are no longer all
+   * retained, then the retained events after the cursor and the live ones.
+   */
+  private async streamFromBacklog({ req, res, runId }: Exchange): Promise<void> {
+    if (!this.statuses.has(runId) && !this.streams.has(runId)) return sendJson(res, 404, runNotFound(runId));
+    const stream = await this.waitForStream(runId, res);
+    if (!stream) return sendJson(res, 404, runNotFound(runId));
+    const header = headerValue(req, 'last-event-id');
+    const cursor = header !== undefined && header !== '' ? header : new URL(req.url ?? '/', 'http://simulator').searchParams.get('last_seq');
+    const lastSeq = pythonIntOr(cursor, -1);
+    const subscription = stream.subscribe(lastSeq);
+    const opening = [': open\n\n'];
+    if (subscription.truncatedAt !== undefined) {
+      const truncated: Record<string, unknown> = {
+        event: 'replay.truncated',
+        run_id: runId,
+        timestamp: pyFloat(nowSeconds()),
+        oldest_retained_seq: subscription.truncatedAt,
+      };
+      if (cursor !== null && cursor !== undefined) truncated['requested_seq'] = lastSeq;
+      opening.push(`data: ${pyJson(truncated)}\n\n`);
+    }
+    await streamRunEvents(res, subscription.queue, { keepaliveMs: this.options.keepaliveMs, timers: this.timers, opening, onDone: () => subscription.close() });
+  }
+
   /** Hermes polls every 50 ms for about a second before answering 404. */
   private async waitForStream(runId: string, res: ServerResponse): Promise<RunStream | undefined> {
     const gone = new AbortController();
@@ -572,6 +693,7 @@ class HermesSimulatorServer implements HermesSimulator {
     if (!collected.complete) return;
     const parsed = parseJsonBody(collected);
     if (this.answeredUnusableBody(res, parsed)) return;
+    if (this.traits.richRunRecords) return this.answerApprovalAsOf022(res, run, parsed.value);
     const choice = normalizeChoice(parsed.value['choice']);
     if (choice === undefined) {
       const message = 'Invalid approval choice; expected one of: once, session, always, deny';
@@ -593,6 +715,39 @@ class HermesSimulatorServer implements HermesSimulator {
     sendJson(res, 200, { object: 'hermes.run.approval_response', run_id: runId, choice, resolved });
   }
 
+  /**
+   * 0.22 (`_handle_run_approval`): `request_id` is checked first (given, it must be 1–256 characters
+   * once stripped), then the choice (the allowed ones listed sorted), then the approval session; the
+   * answer and `approval.responded` repeat the `request_id` that was named.
+   */
+  private answerApprovalAsOf022(res: ServerResponse, run: RunState, body: Record<string, unknown>): void {
+    const rawRequestId = body['request_id'];
+    const requestId = typeof rawRequestId === 'string' ? rawRequestId.trim() : '';
+    if (rawRequestId !== undefined && rawRequestId !== null && (requestId === '' || requestId.length > MAX_APPROVAL_REQUEST_ID)) {
+      sendJson(res, 400, openAiError('Approval request_id is invalid.', 'invalid_approval_request'));
+      return;
+    }
+    const choice = normalizeChoice(body['choice']);
+    if (choice === undefined) {
+      const message = `Invalid approval choice; expected one of: ${[...APPROVAL_CHOICES].sort().join(', ')}`;
+      sendJson(res, 400, openAiError(message, 'invalid_approval_choice'));
+      return;
+    }
+    if (!run.approvalSessionActive) {
+      sendJson(res, 409, openAiError(`Run has no active approval session: ${run.id}`, 'approval_not_active'));
+      return;
+    }
+    const all = coerceBool(body['all']) || coerceBool(body['resolve_all']);
+    const resolved = resolveApprovals(this.approvalTarget(run), choice, all, requestId === '' ? undefined : requestId);
+    if (resolved === 0) {
+      sendJson(res, 409, openAiError(`Run has no pending approval: ${run.id}`, 'approval_not_pending'));
+      return;
+    }
+    const named = requestId === '' ? {} : { request_id: requestId };
+    emitEvent(this.env, run, 'approval.responded', { choice, ...named, resolved }, 'lookup', 'running');
+    sendJson(res, 200, { object: 'hermes.run.approval_response', run_id: run.id, choice, ...named, resolved });
+  }
+
   /** The run whose queue an answer to `run` resolves: itself, unless approvals leak across a session (misbehaviour). */
   private approvalTarget(run: RunState): RunState {
     if (this.options.misbehaviour.approvalsLeakAcrossSession !== true) return run;
@@ -605,12 +760,49 @@ class HermesSimulatorServer implements HermesSimulator {
     return target;
   }
 
+  // ---- POST /v1/runs/{id}/steer (0.22) ---------------------------------------------------
+
+  /**
+   * Only a run whose status is `running` takes steer text (409 `run_not_accepting_steer`, before the
+   * body is read); the text is `input`, else `message`, else `text`. An accepted steer adds
+   * `run.steered` to the run's events and leaves it `running`; the script goes on unchanged.
+   */
+  private async handleSteer({ res, runId, body }: Exchange): Promise<void> {
+    const run = this.statuses.get(runId);
+    if (!run) return sendJson(res, 404, runNotFound(runId));
+    if (run.status !== 'running' || !run.isLive) {
+      return sendJson(res, 409, openAiError(`Run is not currently accepting steer input: ${runId}`, 'run_not_accepting_steer'));
+    }
+    const collected = await body;
+    if (!collected.complete) return;
+    const parsed = parseJsonBody(collected);
+    if (parsed.kind === 'invalid') return sendJson(res, 400, openAiError('Invalid JSON in request body'));
+    if (parsed.kind === 'non-object') return sendJson(res, 400, openAiError('Request body must be a JSON object'));
+    const fields = parsed.value;
+    const raw = [fields['input'], fields['message'], fields['text']].find((value) => pyTruthy(value));
+    const text = typeof raw === 'string' ? raw.trim() : '';
+    if (text === '') {
+      return sendJson(res, 400, openAiError("Missing non-empty steer text; expected 'input', 'message', or 'text'.", 'invalid_steer_input'));
+    }
+    run.steers.push(text);
+    emitEvent(this.env, run, 'run.steered', { accepted: true }, 'lookup', 'running');
+    sendJson(res, 200, { object: 'hermes.run.steer', run_id: runId, accepted: true });
+  }
+
+  // ---- GET /v1/capabilities (0.22) -------------------------------------------------------
+
+  /** Hermes' capability document, trimmed to the runs API (see `CAPABILITIES`). */
+  private handleCapabilities({ res }: Exchange): void {
+    sendJson(res, 200, capabilitiesOf(this.options.modelName));
+  }
+
   // ---- POST /v1/runs/{id}/stop ---------------------------------------------------------
 
   private handleStop({ res, runId }: Exchange): void {
     const run = this.statuses.get(runId);
     if (this.traits.stopAnswersFinishedRuns) {
-      if (run && STATUSES_ANSWERED_BY_LATER_STOP.has(run.status)) {
+      const finished = this.traits.stopAnswersInterruptedRuns ? TERMINAL_STATUSES : STATUSES_ANSWERED_BY_LATER_STOP;
+      if (run && finished.has(run.status)) {
         sendJson(res, 200, run.statusObject());
         return;
       }
@@ -632,10 +824,60 @@ class HermesSimulatorServer implements HermesSimulator {
   }
 }
 
+/** Python's `max(-1, int(str(raw).strip()))`, or `fallback` when there is no cursor or `int()` refuses it. */
+function pythonIntOr(raw: string | null | undefined, fallback: number): number {
+  if (raw === null || raw === undefined) return fallback;
+  const text = raw.trim();
+  if (!/^[+-]?\d+(?:_\d+)*$/.test(text)) return fallback;
+  return Math.max(-1, Number(text.replaceAll('_', '')));
+}
+
+/** A JSON value with every object's keys sorted, as Python's `json.dumps(sort_keys=True)` stores it. */
+function sortedKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortedKeys);
+  if (value === null || typeof value !== 'object' || value instanceof PyFloat) return value;
+  const entries = Object.entries(value as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return Object.fromEntries(entries.map(([key, item]) => [key, sortedKeys(item)]));
+}
+
 /** `?last_seq=N` of an events request: N when it is a whole number, else undefined (a plain subscription). */
 function lastSeqOf(target: string): number | undefined {
   const value = new URL(target, 'http://simulator').searchParams.get('last_seq');
   return value !== null && /^\d{1,15}$/.test(value) ? Number(value) : undefined;
+}
+
+/**
+ * 0.22's `GET /v1/capabilities`, trimmed to what concerns runs: its order, its `features` about
+ * runs (nothing there declares event replay, `interrupted` or session turns), and the runs' endpoints.
+ */
+function capabilitiesOf(modelName: string): Record<string, unknown> {
+  const endpoint = (method: string, path: string) => ({ method, path });
+  return {
+    object: 'hermes.api_server.capabilities',
+    platform: 'hermes-agent',
+    model: modelName,
+    auth: { type: 'bearer', required: true },
+    features: {
+      run_submission: true,
+      runs_idempotency: { supported: true, durable: true, retention_seconds: 86_400 },
+      run_status: true,
+      run_events_sse: true,
+      run_stop: true,
+      run_steer: true,
+      run_approval_response: true,
+      tool_progress_events: true,
+      approval_events: true,
+    },
+    endpoints: {
+      health: endpoint('GET', '/health'),
+      runs: endpoint('POST', '/v1/runs'),
+      run_status: endpoint('GET', '/v1/runs/{run_id}'),
+      run_events: endpoint('GET', '/v1/runs/{run_id}/events'),
+      run_approval: endpoint('POST', '/v1/runs/{run_id}/approval'),
+      run_steer: endpoint('POST', '/v1/runs/{run_id}/steer'),
+      run_stop: endpoint('POST', '/v1/runs/{run_id}/stop'),
+    },
+  };
 }
 
 /** The `later` profile's bound on an approval's `request_id` (reference §9). */

@@ -19,30 +19,40 @@ const ROUTES: RouteShape[] = [
   { route: 'approval', method: 'POST', suffix: 'approval' },
   { route: 'stop', method: 'POST', suffix: 'stop' },
 ];
+/** Served from 0.22 on. */
+const STEER_ROUTE: RouteShape = { route: 'steer', method: 'POST', suffix: 'steer' };
+const CAPABILITIES_PATH = '/v1/capabilities';
 
 const HEALTH_PATHS: ReadonlySet<string> = new Set(['/health', '/v1/health']);
 
-/** Splits the raw target on '/' first, then decodes each segment (so `%2F` stays inside a run id). */
-export function matchRoute(method: string, rawTarget: string): RouteMatch {
+/**
+ * Splits the raw target on '/' first, then decodes each segment (so `%2F` stays inside a run id).
+ * With `capabilitiesAndSteer` (0.22) it also routes `GET /v1/capabilities` and `POST /v1/runs/{id}/steer`.
+ */
+export function matchRoute(method: string, rawTarget: string, options: { capabilitiesAndSteer?: boolean } = {}): RouteMatch {
   // aiohttp answers HEAD on GET routes with the GET handler.
   const effective = method === 'HEAD' ? 'GET' : method;
   if (HEALTH_PATHS.has(rawPathOf(rawTarget))) {
     return effective === 'GET' ? { kind: 'route', route: 'health', runId: '' } : { kind: 'method-not-allowed', allow: 'GET,HEAD' };
   }
+  if (options.capabilitiesAndSteer === true && rawPathOf(rawTarget) === CAPABILITIES_PATH) {
+    return effective === 'GET' ? { kind: 'route', route: 'capabilities', runId: '' } : { kind: 'method-not-allowed', allow: 'GET,HEAD' };
+  }
   const segments = rawPathOf(rawTarget).split('/');
   if (segments[0] !== '' || segments[1] !== 'v1' || segments[2] !== 'runs') return { kind: 'not-found' };
-  const shape = shapeOf(segments.slice(3));
+  const shape = shapeOf(segments.slice(3), options.capabilitiesAndSteer === true);
   if (!shape) return { kind: 'not-found' };
   const runId = segments[3] === undefined ? '' : decodeSegment(segments[3]);
   if (effective !== shape.method) return { kind: 'method-not-allowed', allow: shape.method === 'GET' ? 'GET,HEAD' : 'POST' };
   return { kind: 'route', route: shape.route, runId };
 }
 
-function shapeOf(rest: string[]): RouteShape | undefined {
+function shapeOf(rest: string[], steer: boolean): RouteShape | undefined {
   if (rest.length === 0) return ROUTES[0];
   const [rawId, suffix = '', ...extra] = rest;
   if (rawId === undefined || !isRunIdSegment(rawId) || extra.length > 0) return undefined;
   if (rest.length === 1) return ROUTES[1];
+  if (steer && suffix === STEER_ROUTE.suffix) return STEER_ROUTE;
   return ROUTES.find((shape) => shape.suffix !== undefined && shape.suffix !== '' && shape.suffix === suffix);
 }
 

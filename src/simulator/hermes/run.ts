@@ -15,6 +15,11 @@ export interface Usage {
   total_tokens: number;
 }
 
+/** 0.22's `runtime` on a completed run: what served the turn (the simulator names itself). */
+export const SIMULATED_RUNTIME = { provider: 'aip-simulator', model: 'aip-simulator', route_source: 'global' } as const;
+/** 0.22's `turn_exit_reason` when a stop ended the agent's turn. */
+const STOPPED_TURN = 'interrupted_by_user';
+
 /** Shared simulator state a run needs while it executes. */
 export interface RunEnvironment {
   readonly timers: TimerRegistry;
@@ -30,6 +35,10 @@ export interface RunEnvironment {
   readonly approvalRequestIds: boolean;
   /** Every event carries `seq`, sent as the SSE `id:` too (the `later` profile). */
   readonly eventReplay: boolean;
+  /** Events are numbered from 0 by the run's backlog stream, which keeps them (0.22). */
+  readonly eventBacklog: boolean;
+  /** 0.22's fuller statuses and events (see `ProfileTraits.richRunRecords`). */
+  readonly richRunRecords: boolean;
 }
 
 interface PendingApproval {
@@ -63,6 +72,8 @@ export interface RunInit {
   userMessage: unknown;
   stream: RunStream;
   idempotencyKey?: string;
+  /** 0.22: the status has no `last_event` until the run's first event. */
+  lastEventOnlyOnceSet?: boolean;
 }
 
 /** One run: its status record, its control state (agent/task/approval refs) and its queue. */
@@ -100,6 +111,20 @@ export class RunState {
   killed = false;
   /** The last approval step, whose tool has started; the next tool step completes it. */
   lastApproval: { tool: string; denied: boolean } | undefined;
+  /** 0.22: the `approval.request` the status shows while the run waits for an approval. */
+  approvalEvent: Record<string, unknown> | undefined;
+  /** 0.22: the fields of the terminal event, which the status repeats after `last_event`. */
+  terminalFields: Record<string, unknown> | undefined;
+  /** 0.22: the status as read back from the store after a restart (keys sorted), served as is. */
+  restoredStatus: Record<string, unknown> | undefined;
+  /** 0.22: the earlier runs of its session this run waits for before its turn (the session turn lease). */
+  sessionTurn: Promise<void> | undefined;
+  /** 0.22: the steer texts the run accepted, in order. */
+  readonly steers: string[] = [];
+  private readonly lastEventOnlyOnceSet: boolean;
+  /** Resolves once the run has ended or was killed. */
+  readonly settled: Promise<void>;
+  private settle: () => void = () => undefined;
   private deltaText = '';
   /** The text of the model turn in progress (the deltas since the last turn ended). */
   private turnText = '';
@@ -114,6 +139,15 @@ export class RunState {
     this.userMessage = init.userMessage;
     this.stream = init.stream;
     this.idempotencyKey = init.idempotencyKey;
+    this.lastEventOnlyOnceSet = init.lastEventOnlyOnceSet === true;
+    this.settled = new Promise((resolve) => {
+      this.settle = resolve;
+    });
+  }
+
+  /** The run has ended or was killed: the next run of its session may take its turn. */
+  markSettled(): void {
+    this.settle();
   }
 
   get isLive(): boolean {
@@ -128,6 +162,7 @@ export class RunState {
 
   /** The `GET /v1/runs/{id}` object, fields in Hermes' order. */
   statusObject(): Record<string, unknown> {
+    if (this.restoredStatus) return this.restoredStatus;
     const object: Record<string, unknown> = {
       object: 'hermes.run',
       run_id: this.id,
@@ -138,6 +173,10 @@ export class RunState {
       model: this.model,
       last_event: this.lastEvent,
     };
+    if (this.lastEventOnlyOnceSet && this.lastEvent === null) delete object['last_event'];
+    // 0.22: the pending approval while waiting, and the terminal event's fields once ended.
+    if (this.status === 'waiting_for_approval' && this.approvalEvent) object['approval'] = this.approvalEvent;
+    if (this.terminalFields) return Object.assign(object, this.terminalFields);
     if (this.status === 'completed') {
       object['output'] = this.output ?? '';
       object['usage'] = this.usage ?? { input_tokens: 0, output_tokens: 0, total_tokens: 0 };
@@ -194,12 +233,20 @@ export function emitEvent(env: RunEnvironment, run: RunState, type: string, fiel
     type === 'approval.request'
       ? { ...fields, event: type, run_id: run.id, timestamp, choices: [...APPROVAL_CHOICES] }
       : { event: type, run_id: run.id, timestamp, ...fields };
+  if (type === 'approval.request' && env.richRunRecords) run.approvalEvent = { ...event };
   if (env.eventReplay) event['seq'] = ++run.lastSeq;
+  const target = delivery === 'direct' || env.eventBacklog ? run.stream : env.streams.get(run.id);
+  // 0.22 numbers an event when its stream takes it: an event for a swept or ended stream is dropped unnumbered.
+  const seq = env.eventBacklog && env.streams.get(run.id) === run.stream ? run.stream.seqForNextEvent : undefined;
+  if (seq !== undefined) event['seq'] = seq;
   run.events.push(event);
   run.touch(status, type);
   if (env.streamsNeverTerminate && TERMINAL_EVENTS.has(type)) return;
-  const target = delivery === 'direct' ? run.stream : env.streams.get(run.id);
   if (target !== run.stream) return;
+  if (env.eventBacklog) {
+    if (seq !== undefined) target.put({ kind: 'bytes', data: eventFrame(event) }, seq);
+    return;
+  }
   target.put({ kind: 'bytes', data: eventFrame(event) });
 }
 
@@ -223,14 +270,59 @@ type Ending =
   | { status: 'completed'; output: string; usage: Usage }
   | { status: 'failed'; error: string }
   | { status: 'failed'; output: string; usage: Usage }
-  | { status: 'cancelled' }
+  /** `turnEnded`: a stop ended the agent's turn (0.22 says so); false for a run stopped before its turn began. */
+  | { status: 'cancelled'; turnEnded?: boolean }
   | { status: 'interrupted' };
+
+/** The error of a run a gateway shutdown interrupted (0.22). */
+const SHUTDOWN_ERROR = 'Gateway shutdown interrupted the run.';
+
+/**
+ * 0.22's terminal event fields, in wire order, which the status repeats (`_finish` in
+ * api_server_runs.py): what the run produced, then `completed`, `partial`, `interrupted`.
+ */
+function richTerminalFields(ending: Ending): Record<string, unknown> {
+  const outcome = (completed: boolean, interrupted: boolean) => ({ completed, partial: false, interrupted });
+  switch (ending.status) {
+    case 'completed':
+      return { output: ending.output, usage: richUsage(ending.usage), runtime: { ...SIMULATED_RUNTIME }, ...outcome(true, false) };
+    case 'failed':
+      return 'error' in ending
+        ? { error: ending.error, ...outcome(false, false) }
+        : { output: ending.output, usage: richUsage(ending.usage), runtime: { ...SIMULATED_RUNTIME }, ...outcome(false, false) };
+    case 'cancelled':
+      return { ...outcome(false, true), ...(ending.turnEnded === false ? {} : { turn_exit_reason: STOPPED_TURN }) };
+    case 'interrupted':
+      return { error: SHUTDOWN_ERROR };
+  }
+}
+
+/** 0.22's usage adds the cache counts (none here). */
+function richUsage(usage: Usage): Record<string, number> {
+  return {
+    input_tokens: usage.input_tokens,
+    output_tokens: usage.output_tokens,
+    total_tokens: usage.total_tokens,
+    cache_read_tokens: 0,
+    cache_write_tokens: 0,
+  };
+}
 
 /** Ends a run: terminal status and event, pending approvals denied, control refs dropped, sentinel queued. */
 export function finishRun(env: RunEnvironment, run: RunState, ending: Ending): void {
   if (!run.isLive) return;
   run.finished = true;
-  if (ending.status === 'completed') {
+  run.markSettled();
+  if (env.richRunRecords) {
+    const fields = richTerminalFields(ending);
+    if (ending.status === 'completed') {
+      run.output = ending.output;
+      run.usage = ending.usage;
+    }
+    if ('error' in ending) run.error = ending.error;
+    run.terminalFields = fields;
+    emitEvent(env, run, `run.${ending.status}`, fields, 'direct', ending.status);
+  } else if (ending.status === 'completed') {
     run.output = ending.output;
     run.usage = ending.usage;
     emitEvent(env, run, 'run.completed', { output: ending.output, usage: ending.usage }, 'direct', 'completed');
@@ -274,6 +366,7 @@ export function resolveApprovals(run: RunState, choice: string, all: boolean, re
 /** Simulates the process dying under the run: no further events, every wait released. */
 export function killRun(run: RunState): void {
   run.killed = true;
+  run.markSettled();
   run.controlActive = false;
   run.approvalSessionActive = false;
   denyPendingApprovals(run);
@@ -286,6 +379,7 @@ export async function executeRun(env: RunEnvironment, run: RunState, steps: RunS
   await new Promise((resolve) => setImmediate(resolve));
   if (!mayProceed(env, run)) return;
   run.touch('running');
+  if (run.sessionTurn && !(await waitForSessionTurn(env, run, run.sessionTurn))) return;
   for (const [index, step] of steps.entries()) {
     // Not cut short by a stop: a worker busy between steps only notices the interrupt at the
     // next step, which is what keeps the `later` profile's `stopping` status observable.
@@ -296,6 +390,22 @@ export async function executeRun(env: RunEnvironment, run: RunState, steps: RunS
   }
   endTurn(env, run);
   finishRun(env, run, completion(run, {}));
+}
+
+/**
+ * 0.22: the run waits, `running` and silent, until its session's earlier runs have ended. A stop
+ * meanwhile cancels it with no `turn_exit_reason` (its turn never began); false when it must not go on.
+ */
+async function waitForSessionTurn(env: RunEnvironment, run: RunState, turn: Promise<void>): Promise<boolean> {
+  const stopped = new Promise<void>((resolve) => {
+    if (run.interrupt.signal.aborted) resolve();
+    else run.interrupt.signal.addEventListener('abort', () => resolve(), { once: true });
+  });
+  await Promise.race([turn, stopped]);
+  if (!run.isLive) return false;
+  if (!run.interrupt.signal.aborted) return true;
+  finishRun(env, run, { status: 'cancelled', turnEnded: false });
+  return false;
 }
 
 /** Hermes reports every model turn that produced text as `reasoning.available` (stripped, at most 500 characters). */
@@ -310,7 +420,7 @@ function endTurn(env: RunEnvironment, run: RunState): void {
 function mayProceed(env: RunEnvironment, run: RunState): boolean {
   if (!run.isLive) return false;
   if (!run.interrupt.signal.aborted) return true;
-  finishRun(env, run, { status: 'cancelled' });
+  finishRun(env, run, { status: 'cancelled', turnEnded: true });
   return false;
 }
 
@@ -384,7 +494,7 @@ async function executeTool(env: RunEnvironment, run: RunState, step: Extract<Run
   const runMs = Number(step.runMs) || 0;
   const finished = runMs <= 0 || (await env.timers.delay(runMs, run.interrupt.signal));
   if (!finished) return failInterruptedTool(env, run, tool, startedAt);
-  completeTool(env, run, tool, step.duration ?? secondsSince(startedAt), step.error ?? approval?.denied ?? false);
+  completeTool(env, run, tool, step.duration ?? secondsSince(startedAt), step.error ?? approval?.denied ?? false, step.result);
 }
 
 async function executeApproval(env: RunEnvironment, run: RunState, step: Extract<RunStep, { type: 'approval' }>): Promise<void> {
@@ -404,12 +514,18 @@ async function executeApproval(env: RunEnvironment, run: RunState, step: Extract
 async function failInterruptedTool(env: RunEnvironment, run: RunState, tool: string, startedAt: number): Promise<void> {
   if (!run.isLive) return;
   await env.timers.delay(env.toolInterruptLagMs);
-  completeTool(env, run, tool, secondsSince(startedAt), true);
+  completeTool(env, run, tool, secondsSince(startedAt), true, INTERRUPTED_TOOL_RESULT);
 }
 
-function completeTool(env: RunEnvironment, run: RunState, tool: string, seconds: number, error: boolean): void {
+/** What 0.22's `tool.completed` shows of an interrupted `terminal` command. */
+const INTERRUPTED_TOOL_RESULT = pyJson({ output: '[Command interrupted]', exit_code: 130, error: null });
+
+/** `tool.completed`; 0.22 adds a `preview` of the result (empty when the script gives none). */
+function completeTool(env: RunEnvironment, run: RunState, tool: string, seconds: number, error: boolean, result?: string): void {
   if (!run.isLive) return;
-  emitEvent(env, run, 'tool.completed', { tool, duration: Math.round(seconds * 1000) / 1000, error }, 'lookup');
+  const fields: Record<string, unknown> = { tool, duration: Math.round(seconds * 1000) / 1000, error };
+  if (env.richRunRecords) fields['preview'] = result ?? '';
+  emitEvent(env, run, 'tool.completed', fields, 'lookup');
 }
 
 function secondsSince(startedAt: number): number {

