@@ -74,7 +74,7 @@ export function verifyEnvelopeTree(tree: unknown, expectedDid: string): boolean 
   if (security === null || typeof security !== 'object' || Array.isArray(security)) return false;
   const { did, signature } = security as Record<string, unknown>;
   if (did !== expectedDid || typeof signature !== 'string') return false;
-  return verifyWithDid(expectedDid, canonicalJson(withoutPaths(tree, [['security', 'signature']])), signature);
+  return verifyWithDid(expectedDid, () => canonicalJson(withoutPaths(tree, [['security', 'signature']])), signature);
 }
 
 /** verifyEnvelopeTree on received text: false too when the reference types would not decode it. */

@@ -88,16 +88,21 @@ export function isDidKey(did: string): boolean {
 
 const SIGNATURE_B64 = /^[A-Za-z0-9+/]{86}==$/;
 
-/** Whether `signatureB64` (canonical standard base64 of 64 bytes) is the Ed25519 signature by `did` over `bytes`; false on any malformed input. */
-export function verifyWithDid(did: string, bytes: string | Uint8Array, signatureB64: string): boolean {
+/**
+ * Whether `signatureB64` (canonical standard base64 of 64 bytes) is the Ed25519 signature by `did` over `bytes`; false on
+ * any malformed input. `bytes` may be a function: it is called only once the signature and the DID are well-formed (a
+ * canonical form costs as much as the parse of what it covers).
+ */
+export function verifyWithDid(did: string, bytes: string | Uint8Array | (() => string | Uint8Array), signatureB64: string): boolean {
   if (typeof did !== 'string' || typeof signatureB64 !== 'string' || !SIGNATURE_B64.test(signatureB64)) return false;
   const signature = Buffer.from(signatureB64, 'base64');
   // Non-zero unused bits in the last character decode the same bytes; the reference's base64 engine refuses them.
   if (signature.toString('base64') !== signatureB64) return false;
   const key = publicKeyOfDid(did);
   if (key === null) return false;
+  const message = typeof bytes === 'function' ? bytes() : bytes;
   try {
-    return verify(null, typeof bytes === 'string' ? Buffer.from(bytes, 'utf8') : bytes, key, signature);
+    return verify(null, typeof message === 'string' ? Buffer.from(message, 'utf8') : message, key, signature);
   } catch {
     return false;
   }
