@@ -15,6 +15,8 @@ import { redactText } from '../internal/secret.js';
 import type { RunLedger } from '../ledger/types.js';
 import type { HermesConnector } from '../types.js';
 import { type ControlPlane, createControlClient, LeaseKeeper, registrationPayload } from './lease.js';
+import type { PinnedIdentity } from './checks.js';
+import { type AuthenticationLane, createAuthenticationLane } from './lane.js';
 import { type CredentialVerdict, createMessageHandler, type MessageHandler } from './messages.js';
 import { HostStatus } from './metrics.js';
 import { createReadiness } from './readiness.js';
@@ -107,12 +109,26 @@ async function serve(settings: HostSettings, config: LoadedConfig, connector: He
     timeoutMs: settings.limits.healthTimeoutMs,
     startedAtMs: Date.now(),
   });
+  const pinned = pinnedIdentity(settings, identity);
+  const lane = createAuthenticationLane({ key: settings.signingKey, pinned, heapMb: settings.limits.authenticationHeapMb });
+  try {
+    return await serveWith(settings, identity, { connector, ledger, status, stop, logger, pinned, lane }, readiness);
+  } finally {
+    await lane.close();
+  }
+}
+
+async function serveWith(settings: HostSettings, identity: Identity, parts: HandlerParts, readiness: ReturnType<typeof createReadiness>): Promise<number> {
+  const { status, stop, logger } = parts;
   const server = createHostServer({
     status,
-    messages: messageHandler(settings, identity, { connector, ledger, status, stop, logger }),
-    manifestText: wireJson(manifest),
+    messages: messageHandler(settings, parts),
+    manifestText: wireJson(identity.manifest),
     ready: () => readiness.report(),
     maxRequestBytes: settings.limits.maxRequestBytes,
+    maxConnections: settings.limits.maxConnections,
+    largeBodyBytes: settings.limits.largeBodyBytes,
+    bodyBudgetBytes: settings.limits.bodyBudgetBytes,
     logger,
   });
   const address = await listenOrFail(server, settings);
@@ -143,25 +159,34 @@ interface HandlerParts {
   readonly status: HostStatus;
   readonly stop: AbortController;
   readonly logger: Logger;
+  readonly pinned: PinnedIdentity;
+  readonly lane: AuthenticationLane;
 }
 
-/** The message path, pinned to this host's identity, route coordinates and limits. */
-function messageHandler(settings: HostSettings, identity: Identity, parts: HandlerParts): MessageHandler {
+/** This host's identity and route coordinates, and the gateway it trusts. */
+function pinnedIdentity(settings: HostSettings, identity: Identity): PinnedIdentity {
+  return {
+    host: identity.principal,
+    gateway: { id: settings.gatewayPrincipalId, kind: 'service', trust_domain: settings.trustDomain },
+    gatewayDid: settings.gatewayDid,
+    tenantId: settings.tenantId,
+    instanceId: settings.instanceId,
+    replicaId: settings.replicaId,
+    versionId: settings.versionId,
+    manifestDigest: identity.digest,
+    callbackTarget: settings.callback?.url,
+  };
+}
+
+/** The message path, pinned to this host's identity, route coordinates and limits; large bodies authenticated in the lane. */
+function messageHandler(settings: HostSettings, parts: HandlerParts): MessageHandler {
   return createMessageHandler({
     connector: parts.connector,
     ledger: parts.ledger,
     key: settings.signingKey,
-    pinned: {
-      host: identity.principal,
-      gateway: { id: settings.gatewayPrincipalId, kind: 'service', trust_domain: settings.trustDomain },
-      gatewayDid: settings.gatewayDid,
-      tenantId: settings.tenantId,
-      instanceId: settings.instanceId,
-      replicaId: settings.replicaId,
-      versionId: settings.versionId,
-      manifestDigest: identity.digest,
-      callbackTarget: settings.callback?.url,
-    },
+    pinned: parts.pinned,
+    lane: parts.lane,
+    largeBodyBytes: settings.limits.largeBodyBytes,
     heartbeatMs: settings.limits.heartbeatMs,
     maxInFlight: settings.limits.maxInFlight,
     status: parts.status,

@@ -27,6 +27,11 @@ class Ed25519SigningKey implements SigningKey {
     return sign(null, typeof bytes === 'string' ? Buffer.from(bytes, 'utf8') : bytes, this.#key).toString('base64');
   }
 
+  /** The private half, for `shareableKey` only. */
+  static keyObjectOf(key: Ed25519SigningKey): KeyObject {
+    return key.#key;
+  }
+
   toJSON(): { did: string } {
     return { did: this.did };
   }
@@ -45,6 +50,21 @@ export function signingKeyFromSeed(seed: Uint8Array): SigningKey {
   } finally {
     der.fill(0);
   }
+}
+
+/**
+ * The private KeyObject of a key made by this module, to hand to a worker thread (a KeyObject passed by `postMessage`
+ * or `workerData` is cloned into the worker, never serialised); `signingKeyFromKeyObject` there makes the same key.
+ */
+export function shareableKey(key: SigningKey): KeyObject {
+  if (!(key instanceof Ed25519SigningKey)) throw new TypeError('only a key made by signingKeyFromSeed can be shared');
+  return Ed25519SigningKey.keyObjectOf(key);
+}
+
+/** The signing key of a shared Ed25519 private KeyObject. */
+export function signingKeyFromKeyObject(key: KeyObject): SigningKey {
+  if (key.type !== 'private' || key.asymmetricKeyType !== 'ed25519') throw new TypeError('not an Ed25519 private key');
+  return new Ed25519SigningKey(key);
 }
 
 /** A seed file's content: 64 hex digits, ASCII whitespace around them ignored (the reference bootstrap's `trim_ascii`). */
