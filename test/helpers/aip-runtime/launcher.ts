@@ -41,6 +41,8 @@ export interface LaunchOptions {
   seedHex?: string;
   /** More or overriding `AIP_CONNECTOR_HOST_*` settings, without the prefix (e.g. `HEARTBEAT_MS`). */
   settings?: Record<string, string>;
+  /** Node options before the CLI script (e.g. `--max-old-space-size=256`). */
+  nodeArgs?: string[];
 }
 
 export interface HostProcess {
@@ -194,7 +196,7 @@ export async function launchHost(options: LaunchOptions): Promise<HostProcess> {
   for (let attempt = 1; ; attempt++) {
     const port = await freePort();
     const env = hostEnvironment({ ...options, ledger }, folder, seedPath, port);
-    const child = spawn(process.execPath, [CLI, 'host', '--config', configPath], { env, stdio: 'pipe' });
+    const child = spawn(process.execPath, [...(options.nodeArgs ?? []), CLI, 'host', '--config', configPath], { env, stdio: 'pipe' });
     child.stdin.end();
     live.add(child);
     const output = { stderr: '', stdout: '' };
