@@ -118,18 +118,15 @@ export function createMessageHandler(deps: MessageHandlerDeps): MessageHandler {
   };
   let permits = 0;
   const signer: AuthenticationContext = { key: deps.key, pinned: deps.pinned, now };
-  /** An answer decided by checks 1–3, here or in the lane: its counters moved, its signing failure logged. */
+  /** An answer with the counters it moves (checks 1–3 decide theirs, here or in the lane); a signing failure logged. */
   const early = ({ answer, counts, signingError }: EarlyAnswer): MessageAnswer => {
     for (const counter of counts) status.count(counter);
     if (signingError !== undefined) logFailure('sign response', signingError);
     return answer;
   };
 
-  const sign = (httpStatus: number, request: Envelope, messageType: string, body: Record<string, unknown>): MessageAnswer => {
-    const { answer, signingError } = signedAnswer(signer, httpStatus, request, messageType, body);
-    if (signingError !== undefined) logFailure('sign response', signingError);
-    return answer;
-  };
+  const sign = (httpStatus: number, request: Envelope, messageType: string, body: Record<string, unknown>): MessageAnswer =>
+    early({ ...signedAnswer(signer, httpStatus, request, messageType, body), counts: [] });
   const refuse = (request: Envelope, refusal: Refusal): MessageAnswer => {
     status.count('rejected_total');
     return sign(refusal.status, request, 'aip.core.v1.error', { error: { error: refusal.error } });
