@@ -5,7 +5,9 @@
  * Meanwhile one valid signed action must be answered within the runtime's own request timeout
  * (5 s, one attempt, no retry), the host must stay up, and every flood body must get the
  * reference's answer (401) or, when the host had no room to read it within the body bound, 408.
+ * And the connection cap of ours: connections beyond it are closed on accept.
  */
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeDeployments, getJson, runAction, startDeployment, type Deployment } from '../helpers/aip-runtime/deployment-fixture.js';
 import { REQUEST_TIMEOUT_MS } from '../helpers/aip-runtime/dispatcher.js';
@@ -82,6 +84,35 @@ describe('100 concurrent 4 MiB bodies with bad signatures', () => {
     expect((await getJson(`${deployment.host.origin}/health`)).status).toBe(200);
     expectSignedResult(await deployment.runtime.dispatcher.invoke(deployment.host.target, runAction('run_status', runId)));
   }, 240_000);
+});
+
+describe('AIP_CONNECTOR_HOST_MAX_CONNECTIONS (ours)', () => {
+  let deployment: Deployment;
+  let runId: string;
+  const CAP = 8;
+
+  beforeAll(async () => {
+    deployment = await startDeployment({ settings: { MAX_CONNECTIONS: String(CAP) } });
+    runId = await startRunThroughHost(deployment);
+  });
+  afterAll(closeDeployments);
+
+  it('closes connections beyond the cap as soon as they are accepted, and serves again once they are gone', async () => {
+    const port = Number(new URL(deployment.host.origin).port);
+    const sockets = Array.from({ length: 2 * CAP }, () => {
+      const socket = connect(port, '127.0.0.1');
+      socket.on('error', () => {});
+      // A request head that never ends: the host keeps the connection until its 10 s header bound.
+      socket.write('GET /health HTTP/1.1\r\nHost: x\r\n');
+      return socket;
+    });
+    // The host's own keep-alive connections (the runtime's pool, the readiness probes) count too: at least CAP of these are closed.
+    await waitUntil(() => sockets.filter((socket) => socket.closed).length >= CAP, 'the host to close the connections beyond its cap', 10_000);
+    expect(sockets.filter((socket) => !socket.closed).length).toBeLessThanOrEqual(CAP);
+    for (const socket of sockets) socket.destroy();
+    await waitUntil(async () => (await fetch(`${deployment.host.origin}/health`).catch(() => undefined))?.status === 200, 'the host to serve again', 10_000);
+    expectSignedResult(await deployment.runtime.dispatcher.invoke(deployment.host.target, runAction('run_status', runId)));
+  });
 });
 
 function countBy(values: number[]): Record<string, number> {
