@@ -110,20 +110,12 @@ async function serve(settings: HostSettings, config: LoadedConfig, connector: He
     startedAtMs: Date.now(),
   });
   const pinned = pinnedIdentity(settings, identity);
+  // Its worker starts with the first large body.
   const lane = createAuthenticationLane({ key: settings.signingKey, pinned, heapMb: settings.limits.authenticationHeapMb });
-  try {
-    return await serveWith(settings, identity, { connector, ledger, status, stop, logger, pinned, lane }, readiness);
-  } finally {
-    await lane.close();
-  }
-}
-
-async function serveWith(settings: HostSettings, identity: Identity, parts: HandlerParts, readiness: ReturnType<typeof createReadiness>): Promise<number> {
-  const { status, stop, logger } = parts;
   const server = createHostServer({
     status,
-    messages: messageHandler(settings, parts),
-    manifestText: wireJson(identity.manifest),
+    messages: messageHandler(settings, { connector, ledger, status, stop, logger, pinned, lane }),
+    manifestText: wireJson(manifest),
     ready: () => readiness.report(),
     maxRequestBytes: settings.limits.maxRequestBytes,
     maxConnections: settings.limits.maxConnections,
@@ -150,6 +142,7 @@ async function serveWith(settings: HostSettings, identity: Identity, parts: Hand
     return await shutdown({ settings, status, keeper, server, stop, logger });
   } finally {
     await control.close();
+    await lane.close();
   }
 }
 
