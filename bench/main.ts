@@ -8,6 +8,7 @@ import { benchDiscovery } from './discovery.js';
 import { benchPipelineCost } from './pipeline-cost.js';
 import { gcSource } from './heap.js';
 import { benchHost } from './host.js';
+import { benchHostile } from './hostile.js';
 import { benchJournal } from './journal.js';
 import { LEDGER_CONCURRENCY, benchLedgerCost } from './ledger-cost.js';
 import { CONCURRENT_DELTAS, benchMemory } from './memory.js';
@@ -20,7 +21,7 @@ import { benchTelemetry } from './telemetry.js';
 
 const MIN_ROUNDS = 5;
 /** The sections `--only` can name, in the order they run. */
-const SECTIONS = ['discovery', 'request', 'stream', 'memory', 'telemetry', 'pipeline', 'ledger', 'journal', 'scale', 'host'] as const;
+const SECTIONS = ['discovery', 'request', 'stream', 'memory', 'telemetry', 'pipeline', 'ledger', 'journal', 'scale', 'host', 'hostile'] as const;
 type SectionName = (typeof SECTIONS)[number];
 
 function parseArgs(argv: string[]): BenchSettings {
@@ -101,6 +102,8 @@ async function main(): Promise<number> {
   if (runs('scale')) sections.push(await section('Scale', () => benchScale(settings, log)));
   // The built `hermes-aip host` as a child process, driven over loopback by the runtime double.
   if (runs('host')) sections.push(await section('AIP remote connector host', () => benchHost(settings, log)));
+  // The same, under a flood of 4 MiB bodies with bad signatures: a fresh host per round.
+  if (runs('hostile')) sections.push(await section('AIP host under hostile load', () => benchHostile(settings, log)));
   if (discovery) sections.push(discovery);
 
   const durationS = (performance.now() - started) / 1000;
@@ -119,6 +122,8 @@ async function main(): Promise<number> {
       'journal on against off on the in-process simulator: one long stream, and many runs followed at once (CPU, heap, appends per event); SQLite, and PostgreSQL with HERMES_TEST_PG_URL',
     scale: `${SCALE_STREAMS} run_events streams over ${SCALE_ENDPOINTS} endpoints (one origin and pool each), held idle, then released`,
     host: 'run_status through the built hermes-aip host (child process, SQLite ledger) driven by test/helpers/aip-runtime; host CPU from /proc; Ed25519 pair timed in the bench process',
+    hostile:
+      'a fresh built hermes-aip host per round (--trace-gc): valid run_status idle, 4 MiB bad-signature bodies one by one, then 100 at once with valid actions sent meanwhile (5 s timeout, no retry); host CPU from /proc, heap peaks from --trace-gc',
   });
   log('');
   log(renderTable(report.sections));

@@ -13,7 +13,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { type Dispatcher, request } from 'undici';
 import type { AipStreamChunk } from '../types.js';
 import { transportReason } from './outbound.js';
-import { type Envelope, type Principal, signEnvelope } from './wire/envelope.js';
+import { type Envelope, type Principal, signedText } from './wire/envelope.js';
 import { messageId } from './wire/ids.js';
 import type { SigningKey } from './wire/keys.js';
 import { rfc3339 } from './wire/time.js';
@@ -141,26 +141,6 @@ export class ChunkDelivery {
 /** `post_secure_callback`'s classes: a client error is permanent except 408, 425 and 429; anything else may pass. */
 function temporaryStatus(status: number): boolean {
   return status >= 500 || status === 408 || status === 425 || status === 429;
-}
-
-/**
- * The signed text of an envelope. A provider's text may hold a lone surrogate, which has no UTF-8
- * (and so no serde) form: such an envelope is signed again with each one replaced by U+FFFD, as
- * a UTF-8 decoder would have read it, rather than losing the message. Throws when even that fails.
- */
-export function signedText(envelope: Envelope, key: SigningKey, signer: Principal): string {
-  try {
-    return signEnvelope(envelope, key, signer).text;
-  } catch {
-    return signEnvelope(wellFormed(envelope) as Envelope, key, signer).text;
-  }
-}
-
-function wellFormed(value: unknown): unknown {
-  if (typeof value === 'string') return value.toWellFormed();
-  if (Array.isArray(value)) return value.map(wellFormed);
-  if (value === null || typeof value !== 'object') return value;
-  return Object.fromEntries(Object.entries(value).map(([key, item]) => [key.toWellFormed(), wellFormed(item)]));
 }
 
 /** `StreamChunk` of the reference, in its field order. */

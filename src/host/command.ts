@@ -16,6 +16,8 @@ import { redactText } from '../internal/secret.js';
 import type { RunLedger } from '../ledger/types.js';
 import type { HermesConnector } from '../types.js';
 import { type ControlPlane, createControlClient, LeaseKeeper, registrationPayload } from './lease.js';
+import type { PinnedIdentity } from './checks.js';
+import { type AuthenticationLane, createAuthenticationLane } from './lane.js';
 import { type CredentialVerdict, createMessageHandler, type MessageHandler } from './messages.js';
 import { HostStatus } from './metrics.js';
 import { outboundAgent } from './outbound.js';
@@ -123,12 +125,18 @@ async function serve(settings: HostSettings, config: LoadedConfig, connector: He
     timeoutMs: settings.limits.healthTimeoutMs,
     startedAtMs: Date.now(),
   });
+  const pinned = pinnedIdentity(settings, identity);
+  // Its worker starts with the first large body.
+  const lane = createAuthenticationLane({ key: settings.signingKey, pinned, heapMb: settings.limits.authenticationHeapMb });
   const server = createHostServer({
     status,
-    messages: messageHandler(settings, identity, { connector, ledger, status, stop, logger, outbound }),
+    messages: messageHandler(settings, { connector, ledger, status, stop, logger, outbound, pinned, lane }),
     manifestText: wireJson(manifest),
     ready: () => readiness.report(),
     maxRequestBytes: settings.limits.maxRequestBytes,
+    maxConnections: settings.limits.maxConnections,
+    largeBodyBytes: settings.limits.largeBodyBytes,
+    bodyBudgetBytes: settings.limits.bodyBudgetBytes,
     logger,
   });
   const address = await listenOrFail(server, settings);
@@ -150,6 +158,7 @@ async function serve(settings: HostSettings, config: LoadedConfig, connector: He
     return await shutdown({ settings, status, keeper, server, stop, logger });
   } finally {
     await outbound.close();
+    await lane.close();
   }
 }
 
@@ -160,28 +169,37 @@ interface HandlerParts {
   readonly stop: AbortController;
   readonly logger: Logger;
   readonly outbound: Dispatcher;
+  readonly pinned: PinnedIdentity;
+  readonly lane: AuthenticationLane;
 }
 
-/** The message path, pinned to this host's identity, route coordinates and limits. */
-function messageHandler(settings: HostSettings, identity: Identity, parts: HandlerParts): MessageHandler {
+/** This host's identity and route coordinates, and the gateway it trusts. */
+function pinnedIdentity(settings: HostSettings, identity: Identity): PinnedIdentity {
+  return {
+    host: identity.principal,
+    gateway: { id: settings.gatewayPrincipalId, kind: 'service', trust_domain: settings.trustDomain },
+    gatewayDid: settings.gatewayDid,
+    tenantId: settings.tenantId,
+    instanceId: settings.instanceId,
+    replicaId: settings.replicaId,
+    versionId: settings.versionId,
+    manifestDigest: identity.digest,
+    callbackTarget: settings.callback?.url,
+    // The gateway's static binding (§1.4): claims naming exactly these are the host's own identity.
+    credential: settings.credential === undefined ? undefined : { id: settings.credential.id, issuer: settings.credential.issuer },
+    externalAccount: settings.externalAccount,
+  };
+}
+
+/** The message path, pinned to this host's identity, route coordinates and limits; large bodies authenticated in the lane. */
+function messageHandler(settings: HostSettings, parts: HandlerParts): MessageHandler {
   return createMessageHandler({
     connector: parts.connector,
     ledger: parts.ledger,
     key: settings.signingKey,
-    pinned: {
-      host: identity.principal,
-      gateway: { id: settings.gatewayPrincipalId, kind: 'service', trust_domain: settings.trustDomain },
-      gatewayDid: settings.gatewayDid,
-      tenantId: settings.tenantId,
-      instanceId: settings.instanceId,
-      replicaId: settings.replicaId,
-      versionId: settings.versionId,
-      manifestDigest: identity.digest,
-      callbackTarget: settings.callback?.url,
-      // The gateway's static binding (§1.4): claims naming exactly these are the host's own identity.
-      credential: settings.credential === undefined ? undefined : { id: settings.credential.id, issuer: settings.credential.issuer },
-      externalAccount: settings.externalAccount,
-    },
+    pinned: parts.pinned,
+    lane: parts.lane,
+    largeBodyBytes: settings.limits.largeBodyBytes,
     heartbeatMs: settings.limits.heartbeatMs,
     maxInFlight: settings.limits.maxInFlight,
     status: parts.status,

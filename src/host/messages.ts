@@ -12,8 +12,18 @@ import type { Dispatcher } from 'undici';
 import type { RunLedger } from '../ledger/types.js';
 import type { AipAction, AipActionResult, HermesConnector } from '../types.js';
 import { approvalGrant, importApproval } from './approval.js';
-import { ChunkDelivery, type DeliveryReport, signedText } from './callbacks.js';
-import { asObject, checkGateway, checkIdentityClaims, checkRoute, hostError, type PinnedIdentity, type PinnedRoute, type Refusal } from './checks.js';
+import {
+  type AuthenticationContext,
+  authenticate,
+  type EarlyAnswer,
+  JSON_TYPE,
+  type MessageAnswer,
+  signedAnswer,
+  TEXT_TYPE,
+  unsignedAnswer,
+} from './authenticate.js';
+import { ChunkDelivery, type DeliveryReport } from './callbacks.js';
+import { asObject, checkIdentityClaims, checkRoute, hostError, type PinnedIdentity, type PinnedRoute, type Refusal } from './checks.js';
 import {
   abortable,
   actionDeadline,
@@ -25,14 +35,14 @@ import {
   stoppedAfterStartNote,
   wireActionResult,
 } from './execute.js';
+import type { AuthenticationLane } from './lane.js';
 import { ReplayGuard } from './replay.js';
 import { checkApprovalAuthorization } from './wire/approval.js';
 import type { Envelope } from './wire/envelope.js';
-import { checkEnvelope } from './wire/envelope-schema.js';
-import { messageId } from './wire/ids.js';
-import { canonicalJson, parseWire, withoutPaths, wireJson } from './wire/json.js';
-import { type SigningKey, verifyWithDid } from './wire/keys.js';
-import { parseRfc3339, rfc3339 } from './wire/time.js';
+import type { SigningKey } from './wire/keys.js';
+import { parseRfc3339 } from './wire/time.js';
+
+export type { MessageAnswer } from './authenticate.js';
 
 /** What the handler reads and keeps current of the host's state (host-life's HostStatus is one). */
 export interface HostState {
@@ -65,18 +75,17 @@ export interface MessageHandlerDeps {
   callbackAttemptTimeoutMs?: number;
   /** The client stream chunks are sent with: the host's outbound agent, which trusts `TLS_CA_FILE` (default: undici's global one). */
   outbound?: Dispatcher;
+  /** Where bodies over `largeBodyBytes` are authenticated (checks 1–3) off the event loop; without it, every body is checked in line. */
+  lane?: AuthenticationLane;
+  largeBodyBytes?: number;
 }
 
 /** One POST to /aip/v1/messages with its complete body. */
 export interface MessageRequest {
   body: Buffer;
   headers: IncomingHttpHeaders;
-}
-
-export interface MessageAnswer {
-  status: number;
-  body: string;
-  contentType: string;
+  /** Aborted when the client goes away before its answer: a body still waiting to be authenticated is dropped. */
+  signal?: AbortSignal;
 }
 
 export interface MessageHandler {
@@ -84,8 +93,8 @@ export interface MessageHandler {
   handle(request: MessageRequest): Promise<MessageAnswer>;
 }
 
-const JSON_TYPE = 'application/json';
-const TEXT_TYPE = 'text/plain; charset=utf-8';
+/** What a body abandoned by its client gets: nothing, since nobody is left to read an answer (the server sends none to a closed request). */
+const ABANDONED: MessageAnswer = { status: 499, body: '', contentType: TEXT_TYPE };
 
 /** An action executing on this host: what a cancel of it needs. */
 interface RunningAction {
@@ -100,8 +109,8 @@ interface RunningAction {
 export function createMessageHandler(deps: MessageHandlerDeps): MessageHandler {
   const now = deps.now ?? Date.now;
   const { status } = deps;
-  const logError = (stage: string) => (error: unknown) =>
-    deps.logger?.error({ err: error instanceof Error ? error.name : typeof error, stage }, 'connector host message failed');
+  const logFailure = (stage: string, err: string) => deps.logger?.error({ err, stage }, 'connector host message failed');
+  const logError = (stage: string) => (error: unknown) => logFailure(stage, error instanceof Error ? error.name : typeof error);
   const replay = new ReplayGuard(deps.ledger, now, logError('purge replay store'));
   const running = new Map<string, RunningAction>();
   // Every action's controller while it executes (by id, `running` keeps only the latest of a retried action).
@@ -123,27 +132,16 @@ export function createMessageHandler(deps: MessageHandlerDeps): MessageHandler {
     now,
   };
   let permits = 0;
-
-  const sign = (httpStatus: number, request: Envelope, messageType: string, body: Record<string, unknown>): MessageAnswer => {
-    const response: Envelope = {
-      aip_version: '1.0',
-      message_type: messageType,
-      message_id: messageId(),
-      sent_at: rfc3339(now()),
-      body,
-      ...(request.session_id === undefined ? {} : { session_id: request.session_id }),
-      ...(request.correlation_id === undefined ? {} : { correlation_id: request.correlation_id }),
-      in_response_to: request.message_id,
-      ...(request.from === undefined ? {} : { to: request.from }),
-    };
-    try {
-      return { status: httpStatus, body: signedText(response, deps.key, deps.pinned.host), contentType: JSON_TYPE };
-    } catch (error) {
-      // An envelope the reference types refuse even so: the reference's own answer to a signing failure.
-      logError('sign response')(error);
-      return unsigned(500, 'connector_host.response_signing', 'the response could not be signed');
-    }
+  const signer: AuthenticationContext = { key: deps.key, pinned: deps.pinned, now };
+  /** An answer with the counters it moves (checks 1–3 decide theirs, here or in the lane); a signing failure logged. */
+  const early = ({ answer, counts, signingError }: EarlyAnswer): MessageAnswer => {
+    for (const counter of counts) status.count(counter);
+    if (signingError !== undefined) logFailure('sign response', signingError);
+    return answer;
   };
+
+  const sign = (httpStatus: number, request: Envelope, messageType: string, body: Record<string, unknown>): MessageAnswer =>
+    early({ ...signedAnswer(signer, httpStatus, request, messageType, body), counts: [] });
   const refuse = (request: Envelope, refusal: Refusal): MessageAnswer => {
     status.count('rejected_total');
     return sign(refusal.status, request, 'aip.core.v1.error', { error: { error: refusal.error } });
@@ -276,21 +274,21 @@ export function createMessageHandler(deps: MessageHandlerDeps): MessageHandler {
     return refuse(request, executionRefusal('unsupported message type'));
   };
 
-  const handle = async ({ body: rawBody, headers }: MessageRequest): Promise<MessageAnswer> => {
+  const handle = async ({ body: rawBody, headers, signal }: MessageRequest): Promise<MessageAnswer> => {
     if (!isJsonContentType(headers['content-type'])) {
       return { status: 415, body: 'Expected request with `Content-Type: application/json`', contentType: TEXT_TYPE };
     }
-    const parsed = parseWire(rawBody.toString('utf8'));
-    if ('error' in parsed) return { status: 400, body: `Failed to parse the request body as JSON: ${parsed.error}`, contentType: TEXT_TYPE };
-    status.count('requests_total');
-    const decoded = checkEnvelope(parsed.tree);
-    if (!decoded.ok) {
-      status.count('rejected_total');
-      return unsigned(400, decoded.code, decoded.message);
+    let verified = false;
+    if (deps.lane !== undefined && rawBody.length > (deps.largeBodyBytes ?? 0)) {
+      const outcome = await deps.lane.authenticate(rawBody, signal);
+      if (outcome === 'abandoned') return ABANDONED;
+      if (outcome !== 'authenticated') return early(outcome);
+      verified = true;
     }
-    const request = decoded.envelope.value as unknown as Envelope;
-    const signer = checkGateway(request, (did) => signedBy(decoded.envelope.tree, did), deps.pinned);
-    if (signer !== undefined) return refuse(request, signer);
+    const authenticated = authenticate(rawBody, signer, verified);
+    if ('early' in authenticated) return early(authenticated.early);
+    status.count('requests_total');
+    const { request } = authenticated;
     const pinnedRoute = checkRoute(request, deps.pinned, (record, action) => checkApprovalAuthorization(record, action, deps.pinned.tenantId, now()));
     if ('status' in pinnedRoute) return refuse(request, pinnedRoute);
     const isAction = request.body.action !== undefined;
@@ -318,24 +316,9 @@ export function createMessageHandler(deps: MessageHandlerDeps): MessageHandler {
     handle: (request) =>
       handle(request).catch((error: unknown) => {
         logError('handle message')(error);
-        return unsigned(500, 'connector_host.internal', 'the connector host failed while answering this message');
+        return unsignedAnswer(500, 'connector_host.internal', 'the connector host failed while answering this message');
       }),
   };
-}
-
-/**
- * `verify_native_envelope_signature`: Ed25519 by `did` over the canonical form of the typed
- * re-serialisation without `security.signature` (the did is `security.did`, else `from.did`).
- */
-function signedBy(tree: unknown, did: string): boolean {
-  const signature = (tree as { security?: { signature?: unknown } }).security?.signature;
-  return typeof signature === 'string' && verifyWithDid(did, canonicalJson(withoutPaths(tree, [['security', 'signature']])), signature);
-}
-
-/** The reference's `unsigned_input_error`: a plain error object, no envelope, no signature. */
-function unsigned(status: number, code: string, message: string): MessageAnswer {
-  const error = hostError(code, message, 'permanent', false);
-  return { status, body: wireJson({ error: { code, message: error.message, category: 'permanent', retryable: false } }), contentType: JSON_TYPE };
 }
 
 function executionRefusal(message: string): Refusal {

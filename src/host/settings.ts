@@ -33,6 +33,14 @@ export interface HostLimits {
   readonly controlTimeoutMs: number;
   /** The native AIP request body limit (the reference's DEFAULT_MAX_REQUEST_BYTES; no variable sets it). */
   readonly maxRequestBytes: number;
+  /** Ours, not the reference's: connections held at once (AIP_CONNECTOR_HOST_MAX_CONNECTIONS). */
+  readonly maxConnections: number;
+  /** Ours: bytes of large bodies held at once, from their reading to their answer (AIP_CONNECTOR_HOST_BODY_BUDGET_BYTES). */
+  readonly bodyBudgetBytes: number;
+  /** Ours, fixed: a body over this size is large (read within the budget, authenticated in the worker thread). */
+  readonly largeBodyBytes: number;
+  /** Ours, fixed: the old-generation heap of the worker thread that authenticates large bodies, in MB. */
+  readonly authenticationHeapMb: number;
 }
 
 /** Past the drain timeout, until the exit: stopping the server, `offline`, closing the connector and its ledger (the reference's 5 s). */
@@ -141,9 +149,17 @@ export const HOST_VARIABLES: ReadonlyArray<{ name: string; default: string; mean
   { name: 'DRAIN_TIMEOUT_MS', default: '20000', meaning: 'how long SIGTERM waits for in-flight actions, 1 to 300000' },
   { name: 'HEALTH_TIMEOUT_MS', default: '2000', meaning: 'readiness probe deadline, 1 to 30000' },
   { name: 'CONTROL_TIMEOUT_MS', default: '5000', meaning: 'control-plane request deadline, 1 to 30000' },
+  { name: 'MAX_CONNECTIONS', default: '2048', meaning: 'ours: connections held at once (a new one beyond is closed on accept), 1 to 1000000' },
+  {
+    name: 'BODY_BUDGET_BYTES',
+    default: '33554432',
+    meaning: 'ours: bytes of message bodies over 64 KiB held at once (a larger body waits, unread, for its share), 4194304 to 1073741824',
+  },
 ];
 
 const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
+const LARGE_BODY_BYTES = 64 * 1024;
+const AUTHENTICATION_HEAP_MB = 256;
 const MAX_SEED_FILE_BYTES = 256;
 const MAX_DATABASE_URL_BYTES = 16 * 1024;
 const MAX_DID_FILE_BYTES = 512;
@@ -460,6 +476,10 @@ function limits(read: Reader): HostLimits {
     healthTimeoutMs: read.integer('HEALTH_TIMEOUT_MS', 2_000, 1, 30_000),
     controlTimeoutMs: read.integer('CONTROL_TIMEOUT_MS', 5_000, 1, 30_000),
     maxRequestBytes: MAX_REQUEST_BYTES,
+    maxConnections: read.integer('MAX_CONNECTIONS', 2_048, 1, 1_000_000),
+    bodyBudgetBytes: read.integer('BODY_BUDGET_BYTES', 32 * 1024 * 1024, MAX_REQUEST_BYTES, 1024 * 1024 * 1024),
+    largeBodyBytes: LARGE_BODY_BYTES,
+    authenticationHeapMb: AUTHENTICATION_HEAP_MB,
   };
 }
 

@@ -19,22 +19,38 @@ afterEach(async () => {
   await Promise.all(servers.splice(0).map((server) => server.close(0)));
 });
 
-async function startHost(options: { bodyTimeoutMs?: number; ready?: boolean } = {}): Promise<Harness> {
+interface HarnessOptions {
+  bodyTimeoutMs?: number;
+  ready?: boolean;
+  maxRequestBytes?: number;
+  maxConnections?: number;
+  largeBodyBytes?: number;
+  bodyBudgetBytes?: number;
+  /** Awaited before each answer: lets a test hold the handler. */
+  gate?: (request: HostRequest) => Promise<void>;
+}
+
+async function startHost(options: HarnessOptions = {}): Promise<Harness> {
   const received: HostRequest[] = [];
   const status = new HostStatus();
+  const { bodyTimeoutMs, maxConnections, largeBodyBytes, bodyBudgetBytes } = options;
   const host = createHostServer({
     status,
     messages: {
       async handle(request) {
         received.push(request);
+        await options.gate?.(request);
         return { status: 200, body: JSON.stringify({ bytes: request.body.length }) };
       },
     },
     manifestText: '{"manifest_version":"aip-manifest/v1"}',
     ready: async () => ({ ready: options.ready ?? false, body: { status: options.ready ? 'ready' : 'not_ready' } }),
-    maxRequestBytes: LIMIT,
+    maxRequestBytes: options.maxRequestBytes ?? LIMIT,
     logger: pino({ level: 'silent' }),
-    ...(options.bodyTimeoutMs === undefined ? {} : { bodyTimeoutMs: options.bodyTimeoutMs }),
+    ...(bodyTimeoutMs === undefined ? {} : { bodyTimeoutMs }),
+    ...(maxConnections === undefined ? {} : { maxConnections }),
+    ...(largeBodyBytes === undefined ? {} : { largeBodyBytes }),
+    ...(bodyBudgetBytes === undefined ? {} : { bodyBudgetBytes }),
   });
   servers.push(host);
   const address = await host.listen('127.0.0.1', 0);
@@ -206,3 +222,91 @@ describe('hostile peers', () => {
     }
   });
 });
+
+describe("limits of our own (not the reference host's)", () => {
+  const post = (base: string, bytes: number) =>
+    fetch(`${base}/aip/v1/messages`, { method: 'POST', body: Buffer.alloc(bytes, 0x20), headers: { 'content-type': 'application/json' } });
+
+  it('reads a large body only within the body budget: it waits unread, 408 when the wait outlasts the body bound; small bodies never wait', async () => {
+    let open!: () => void;
+    const held = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    // A budget of 64 KiB (the request limit): the first large body takes 60 KiB of it until it is answered.
+    const { base, port, received } = await startHost({
+      maxRequestBytes: 64 * 1024,
+      largeBodyBytes: 1024,
+      bodyBudgetBytes: 64 * 1024,
+      bodyTimeoutMs: 400,
+      gate: (request) => (request.body.length === 60 * 1024 ? held : Promise.resolve()),
+    });
+    const first = post(base, 60 * 1024);
+    await waitFor(() => received.length === 1);
+    // 10 KiB more does not fit: its body is not read, and the body bound answers it.
+    const waiting = await rawExchange(port, (socket) => {
+      socket.write(`POST /aip/v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${10 * 1024}\r\n\r\n`);
+      socket.write(Buffer.alloc(10 * 1024, 0x20));
+    });
+    expect(waiting).toMatch(/^HTTP\/1\.1 408 /);
+    // A small body is read at once, budget or not.
+    expect((await post(base, 1000)).status).toBe(200);
+    expect(received.map((request) => request.body.length)).toEqual([60 * 1024, 1000]);
+    open();
+    expect((await first).status).toBe(200);
+    // Answered: its share is back, and the next large body is read.
+    expect(await (await post(base, 10 * 1024)).json()).toEqual({ bytes: 10 * 1024 });
+  });
+
+  it('a chunked body pauses at the large-body threshold until the request limit is reserved', async () => {
+    let open!: () => void;
+    const held = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    const { base, port, received } = await startHost({
+      maxRequestBytes: 64 * 1024,
+      largeBodyBytes: 1024,
+      bodyBudgetBytes: 64 * 1024,
+      bodyTimeoutMs: 400,
+      gate: () => held,
+    });
+    const first = post(base, 2000);
+    await waitFor(() => received.length === 1);
+    const chunked = await rawExchange(port, (socket) => {
+      socket.write('POST /aip/v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n');
+      socket.write(`${(4000).toString(16)}\r\n${' '.repeat(4000)}\r\n0\r\n\r\n`);
+    });
+    expect(chunked).toMatch(/^HTTP\/1\.1 408 /);
+    expect(received).toHaveLength(1);
+    open();
+    expect((await first).status).toBe(200);
+  });
+
+  it('closes a connection beyond maxConnections as soon as it is accepted, and serves again once one closes', async () => {
+    const { port, base, host } = await startHost({ maxConnections: 2 });
+    const connections = () => new Promise<number>((resolve) => host.server.getConnections((_error, count) => resolve(count)));
+    const held = await Promise.all(
+      [0, 1].map(
+        () =>
+          new Promise<Socket>((resolve, reject) => {
+            const socket = connect(port, '127.0.0.1', () => resolve(socket));
+            socket.on('error', reject);
+          }),
+      ),
+    );
+    await waitFor(async () => (await connections()) === 2);
+    const refused = await rawExchange(port, (socket) => socket.write('GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')).catch(
+      (error: NodeJS.ErrnoException) => error.code ?? 'error',
+    );
+    expect(refused).not.toMatch(/^HTTP\/1\.1 200/);
+    held[0]?.destroy();
+    await waitFor(async () => (await fetch(`${base}/health`).catch(() => undefined))?.status === 200);
+    held[1]?.destroy();
+  });
+});
+
+async function waitFor(condition: () => boolean | Promise<boolean>): Promise<void> {
+  for (let tries = 0; !(await condition()); tries++) {
+    if (tries > 500) throw new Error('condition not met within 10 s');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}

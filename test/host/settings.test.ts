@@ -45,6 +45,10 @@ describe('host settings', () => {
       healthTimeoutMs: 2_000,
       controlTimeoutMs: 5_000,
       maxRequestBytes: 4 * 1024 * 1024,
+      maxConnections: 2_048,
+      bodyBudgetBytes: 32 * 1024 * 1024,
+      largeBodyBytes: 64 * 1024,
+      authenticationHeapMb: 256,
     });
     expect(settings.topology).toEqual({ region: 'global', zone: 'default', capacity_class: 'standard' });
     expect(settings.configRevision).toBe(1);
@@ -125,6 +129,8 @@ const BAD: Array<[string, Record<string, string | undefined>, RegExp]> = [
   ['CREDENTIAL_SCOPES', { CREDENTIAL_ID: 'c', CREDENTIAL_ISSUER: 'i', CREDENTIAL_REVISION: 'r1', CREDENTIAL_SCOPES: 'a,,b' }, /non-empty scope/],
   ['MAX_IN_FLIGHT', { MAX_IN_FLIGHT: '0' }, /integer from 1/],
   ['MAX_IN_FLIGHT', { MAX_IN_FLIGHT: '12x' }, /integer/],
+  ['MAX_CONNECTIONS', { MAX_CONNECTIONS: '0' }, /integer from 1 to 1000000/],
+  ['BODY_BUDGET_BYTES', { BODY_BUDGET_BYTES: '1048576' }, /integer from 4194304 to 1073741824/],
   ['LEASE_TTL_MS', { LEASE_TTL_MS: '999' }, /1000 to 300000/],
   ['LEASE_TTL_MS', { LEASE_TTL_MS: '300001' }, /1000 to 300000/],
   ['HEARTBEAT_MS', { HEARTBEAT_MS: '15001' }, /half/],

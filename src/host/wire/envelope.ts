@@ -65,6 +65,26 @@ export function signEnvelope(envelope: Envelope, key: SigningKey, signer: Princi
 }
 
 /**
+ * The signed text of an envelope. A provider's text may hold a lone surrogate, which has no UTF-8
+ * (and so no serde) form: such an envelope is signed again with each one replaced by U+FFFD, as
+ * a UTF-8 decoder would have read it, rather than losing the message. Throws when even that fails.
+ */
+export function signedText(envelope: Envelope, key: SigningKey, signer: Principal): string {
+  try {
+    return signEnvelope(envelope, key, signer).text;
+  } catch {
+    return signEnvelope(wellFormed(envelope) as Envelope, key, signer).text;
+  }
+}
+
+function wellFormed(value: unknown): unknown {
+  if (typeof value === 'string') return value.toWellFormed();
+  if (Array.isArray(value)) return value.map(wellFormed);
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(Object.entries(value).map(([key, item]) => [key.toWellFormed(), wellFormed(item)]));
+}
+
+/**
  * Whether an envelope already decoded by the reference types (`reserialize.envelope(...).tree`, or `checkEnvelope`)
  * is signed by `expectedDid`: `security.did` names it and `security.signature` verifies over the canonical form
  * without that signature, which is what the reference verifier computes from its typed parse.
@@ -74,7 +94,7 @@ export function verifyEnvelopeTree(tree: unknown, expectedDid: string): boolean 
   if (security === null || typeof security !== 'object' || Array.isArray(security)) return false;
   const { did, signature } = security as Record<string, unknown>;
   if (did !== expectedDid || typeof signature !== 'string') return false;
-  return verifyWithDid(expectedDid, canonicalJson(withoutPaths(tree, [['security', 'signature']])), signature);
+  return verifyWithDid(expectedDid, () => canonicalJson(withoutPaths(tree, [['security', 'signature']])), signature);
 }
 
 /** verifyEnvelopeTree on received text: false too when the reference types would not decode it. */

@@ -27,6 +27,11 @@ class Ed25519SigningKey implements SigningKey {
     return sign(null, typeof bytes === 'string' ? Buffer.from(bytes, 'utf8') : bytes, this.#key).toString('base64');
   }
 
+  /** The private half, for `shareableKey` only. */
+  static keyObjectOf(key: Ed25519SigningKey): KeyObject {
+    return key.#key;
+  }
+
   toJSON(): { did: string } {
     return { did: this.did };
   }
@@ -45,6 +50,21 @@ export function signingKeyFromSeed(seed: Uint8Array): SigningKey {
   } finally {
     der.fill(0);
   }
+}
+
+/**
+ * The private KeyObject of a key made by this module, to hand to a worker thread (a KeyObject passed by `postMessage`
+ * or `workerData` is cloned into the worker, never serialised); `signingKeyFromKeyObject` there makes the same key.
+ */
+export function shareableKey(key: SigningKey): KeyObject {
+  if (!(key instanceof Ed25519SigningKey)) throw new TypeError('only a key made by signingKeyFromSeed can be shared');
+  return Ed25519SigningKey.keyObjectOf(key);
+}
+
+/** The signing key of a shared Ed25519 private KeyObject. */
+export function signingKeyFromKeyObject(key: KeyObject): SigningKey {
+  if (key.type !== 'private' || key.asymmetricKeyType !== 'ed25519') throw new TypeError('not an Ed25519 private key');
+  return new Ed25519SigningKey(key);
 }
 
 /** A seed file's content: 64 hex digits, ASCII whitespace around them ignored (the reference bootstrap's `trim_ascii`). */
@@ -88,16 +108,21 @@ export function isDidKey(did: string): boolean {
 
 const SIGNATURE_B64 = /^[A-Za-z0-9+/]{86}==$/;
 
-/** Whether `signatureB64` (canonical standard base64 of 64 bytes) is the Ed25519 signature by `did` over `bytes`; false on any malformed input. */
-export function verifyWithDid(did: string, bytes: string | Uint8Array, signatureB64: string): boolean {
+/**
+ * Whether `signatureB64` (canonical standard base64 of 64 bytes) is the Ed25519 signature by `did` over `bytes`; false on
+ * any malformed input. `bytes` may be a function: it is called only once the signature and the DID are well-formed (a
+ * canonical form costs as much as the parse of what it covers).
+ */
+export function verifyWithDid(did: string, bytes: string | Uint8Array | (() => string | Uint8Array), signatureB64: string): boolean {
   if (typeof did !== 'string' || typeof signatureB64 !== 'string' || !SIGNATURE_B64.test(signatureB64)) return false;
   const signature = Buffer.from(signatureB64, 'base64');
   // Non-zero unused bits in the last character decode the same bytes; the reference's base64 engine refuses them.
   if (signature.toString('base64') !== signatureB64) return false;
   const key = publicKeyOfDid(did);
   if (key === null) return false;
+  const message = typeof bytes === 'function' ? bytes() : bytes;
   try {
-    return verify(null, typeof bytes === 'string' ? Buffer.from(bytes, 'utf8') : bytes, key, signature);
+    return verify(null, typeof message === 'string' ? Buffer.from(message, 'utf8') : message, key, signature);
   } catch {
     return false;
   }

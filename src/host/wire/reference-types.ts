@@ -749,14 +749,23 @@ function lexemeNumber(item: unknown): unknown {
   return item instanceof NumberLexeme && /^-?\d+$/.test(item.lexeme) && item.lexeme !== '-0' ? Number(item.lexeme) : item;
 }
 
-/** `tree` keeps number lexemes (serialise it with wireJson/canonicalJson); `value` is the same as plain JSON. */
-export type Reserialized = { ok: true; tree: unknown; value: Json } | { ok: false; reason: string };
+/** `tree` keeps number lexemes (serialise it with wireJson/canonicalJson); `value` is the same as plain JSON, built on first use. */
+export type Reserialized = { ok: true; tree: unknown; readonly value: Json } | { ok: false; reason: string };
 
 /** Decodes `input` (a plain value or a parseWire tree) as the reference type `kind` and re-serialises it. */
 export function reserializeAs(kind: Kind, input: unknown): Reserialized {
   try {
     const tree = decode(kind, input, '');
-    return { ok: true, tree, value: plainJson(tree) };
+    let value: Json | undefined;
+    // A plain copy of a large free-form value costs as much as its parse: the host's checks before the signature read only the tree.
+    return {
+      ok: true,
+      tree,
+      get value() {
+        value ??= plainJson(tree);
+        return value;
+      },
+    };
   } catch (error) {
     if (error instanceof Refused) return { ok: false, reason: error.message };
     if (error instanceof RangeError) return { ok: false, reason: 'value nested too deeply' };

@@ -45,6 +45,8 @@ export interface LaunchOptions {
   settings?: Record<string, string>;
   /** How the process starts; default `HERMES_AIP_HOST_IMAGE`'s image runner when set, else this Node on dist/. */
   runner?: HostRunner;
+  /** Node options before the CLI script (e.g. `--max-old-space-size=256`): the host on this Node, not in an image. */
+  nodeArgs?: string[];
 }
 
 /** A started host process and how to signal it (a container's process is signalled through its runtime). */
@@ -62,18 +64,20 @@ export interface HostRunner {
   spawn(args: string[], env: Record<string, string>, folder: string): RunningHost;
 }
 
-/** The built CLI on this process's Node: `node dist/cli/main.js <args>`. */
-export const nodeRunner: HostRunner = {
-  name: 'node dist/cli/main.js',
-  spawn(args, env) {
-    const child = spawn(process.execPath, [CLI, ...args], { env, stdio: 'pipe' });
-    return { child, signal: (signal) => void child.kill(signal) };
-  },
-};
+/** The built CLI on this process's Node: `node [nodeArgs] dist/cli/main.js <args>`. */
+export function nodeRunner(nodeArgs: readonly string[] = []): HostRunner {
+  return {
+    name: 'node dist/cli/main.js',
+    spawn(args, env) {
+      const child = spawn(process.execPath, [...nodeArgs, CLI, ...args], { env, stdio: 'pipe' });
+      return { child, signal: (signal) => void child.kill(signal) };
+    },
+  };
+}
 
 /** The runner the reference cases use: the image's when `HERMES_AIP_HOST_IMAGE` names a built image. */
 export function defaultRunner(): HostRunner {
-  return imageRunnerFromEnvironment() ?? nodeRunner;
+  return imageRunnerFromEnvironment() ?? nodeRunner();
 }
 
 export interface HostProcess {
@@ -224,7 +228,7 @@ export async function launchHost(options: LaunchOptions): Promise<HostProcess> {
     JSON.stringify({ endpoints: [{ id: 'local', baseUrl: options.hermes.url, apiKeyFile: 'hermes.key', tenantId: TENANT_ID }] }),
   );
   const ledger: LedgerChoice = options.ledger ?? { kind: 'sqlite', path: join(folder, 'ledger.sqlite') };
-  const runner = options.runner ?? defaultRunner();
+  const runner = options.runner ?? (options.nodeArgs === undefined ? defaultRunner() : nodeRunner(options.nodeArgs));
   for (let attempt = 1; ; attempt++) {
     const port = await freePort();
     const env = hostEnvironment({ ...options, ledger }, folder, seedPath, port);

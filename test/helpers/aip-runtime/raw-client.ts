@@ -91,7 +91,7 @@ export function residentBytes(pid: number): number {
 }
 
 /** One POST on a connection of its own (no pool); status 0 and no text when no answer arrived. */
-export function postOnOwnConnection(url: string, headers: Record<string, string>, body: string): Promise<{ status: number; text: string }> {
+export function postOnOwnConnection(url: string, headers: Record<string, string>, body: string | Uint8Array): Promise<{ status: number; text: string }> {
   return new Promise((resolve) => {
     const request = httpRequest(url, { method: 'POST', headers, agent: false }, (response) => {
       const parts: Buffer[] = [];
@@ -129,6 +129,13 @@ export async function trickledBody(port: number, path: string, body: string, pie
   const status = await answered;
   socket.destroy();
   return status;
+}
+
+/** The highest resident set size a process has had so far (VmHWM, Linux): its true peak, not a sample. */
+export function peakResidentBytes(pid: number): number {
+  const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  if (!match) throw new Error(`no VmHWM for process ${pid}`);
+  return Number(match[1]) * 1024;
 }
 
 /** Open sockets of a process: its file descriptors that are sockets (Linux). */
