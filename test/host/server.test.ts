@@ -4,6 +4,7 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { HostStatus } from '../../src/host/metrics.js';
 import { createHostServer, type HostRequest, type HostServer } from '../../src/host/server.js';
+import { deferred } from '../helpers/deferred.js';
 
 const LIMIT = 4 * 1024 * 1024;
 
@@ -228,10 +229,7 @@ describe("limits of our own (not the reference host's)", () => {
     fetch(`${base}/aip/v1/messages`, { method: 'POST', body: Buffer.alloc(bytes, 0x20), headers: { 'content-type': 'application/json' } });
 
   it('reads a large body only within the body budget: it waits unread, 408 when the wait outlasts the body bound; small bodies never wait', async () => {
-    let open!: () => void;
-    const held = new Promise<void>((resolve) => {
-      open = resolve;
-    });
+    const { promise: held, resolve: open } = deferred();
     // A budget of 64 KiB (the request limit): the first large body takes 60 KiB of it until it is answered.
     const { base, port, received } = await startHost({
       maxRequestBytes: 64 * 1024,
@@ -258,10 +256,7 @@ describe("limits of our own (not the reference host's)", () => {
   });
 
   it('a chunked body pauses at the large-body threshold until the request limit is reserved', async () => {
-    let open!: () => void;
-    const held = new Promise<void>((resolve) => {
-      open = resolve;
-    });
+    const { promise: held, resolve: open } = deferred();
     const { base, port, received } = await startHost({
       maxRequestBytes: 64 * 1024,
       largeBodyBytes: 1024,
