@@ -227,17 +227,14 @@ describe('hostile peers', () => {
 describe("limits of our own (not the reference host's)", () => {
   const post = (base: string, bytes: number) =>
     fetch(`${base}/aip/v1/messages`, { method: 'POST', body: Buffer.alloc(bytes, 0x20), headers: { 'content-type': 'application/json' } });
+  /** A 64 KiB request limit and body budget, bodies over 1 KiB large, a 400 ms body bound; `gate` holds answers. */
+  const startBudgetHost = (gate: HarnessOptions['gate']) =>
+    startHost({ maxRequestBytes: 64 * 1024, largeBodyBytes: 1024, bodyBudgetBytes: 64 * 1024, bodyTimeoutMs: 400, gate });
 
   it('reads a large body only within the body budget: it waits unread, 408 when the wait outlasts the body bound; small bodies never wait', async () => {
     const { promise: held, resolve: open } = deferred();
     // A budget of 64 KiB (the request limit): the first large body takes 60 KiB of it until it is answered.
-    const { base, port, received } = await startHost({
-      maxRequestBytes: 64 * 1024,
-      largeBodyBytes: 1024,
-      bodyBudgetBytes: 64 * 1024,
-      bodyTimeoutMs: 400,
-      gate: (request) => (request.body.length === 60 * 1024 ? held : Promise.resolve()),
-    });
+    const { base, port, received } = await startBudgetHost((request) => (request.body.length === 60 * 1024 ? held : Promise.resolve()));
     const first = post(base, 60 * 1024);
     await waitFor(() => received.length === 1);
     // 10 KiB more does not fit: its body is not read, and the body bound answers it.
@@ -257,13 +254,7 @@ describe("limits of our own (not the reference host's)", () => {
 
   it('a chunked body pauses at the large-body threshold until the request limit is reserved', async () => {
     const { promise: held, resolve: open } = deferred();
-    const { base, port, received } = await startHost({
-      maxRequestBytes: 64 * 1024,
-      largeBodyBytes: 1024,
-      bodyBudgetBytes: 64 * 1024,
-      bodyTimeoutMs: 400,
-      gate: () => held,
-    });
+    const { base, port, received } = await startBudgetHost(() => held);
     const first = post(base, 2000);
     await waitFor(() => received.length === 1);
     const chunked = await rawExchange(port, (socket) => {
