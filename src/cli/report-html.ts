@@ -137,7 +137,8 @@ function targetText(evidence: QualificationEvidence): string {
 }
 
 function offerText({ offer }: EndpointRecord): string {
-  if (offer.source !== 'capabilities') return `nothing beyond the pinned runs API (GET /v1/capabilities ${offer.source === 'not_served' ? 'not served' : 'unreadable'})`;
+  if (offer.source !== 'capabilities')
+    return `nothing beyond the pinned runs API (GET /v1/capabilities ${offer.source === 'not_served' ? 'not served' : 'unreadable'})`;
   const durable = offer.durable_run_idempotency;
   const declared = [
     durable === null ? undefined : `durable run idempotency${durable.retention_seconds === null ? '' : ` (${durable.retention_seconds} s)`}`,
