@@ -5,6 +5,7 @@
  * it, checks every signature over that canonical form, and applies the trust policy in the reference's order.
  * The discovery admission of the manifest is this project's restatement (`admissionProblems`).
  */
+import { REQUIRED_OUTCOME } from '../../src/cli/admission/families.js';
 import { admissionProblems } from '../../src/conformance/kit/admission.js';
 import { canonicalJson, NumberLexeme, parseWire, plainJson } from '../../src/host/wire/json.js';
 import { isDidKey, verifyWithDid } from '../../src/host/wire/keys.js';
@@ -60,16 +61,6 @@ export function defaultPolicy(roots: Pick<AdmissionTrustPolicy, 'trusted_package
 }
 
 export type Verification = { ok: true; packageDigest: string } | { ok: false; error: 'invalid' | 'signature' | 'evidence'; message: string };
-
-const REQUIRED_OUTCOME: Record<EvidenceKind, string> = {
-  oci_signature: 'verified',
-  sbom: 'verified',
-  provenance: 'verified',
-  conformance: 'passed',
-  vulnerability: 'passed',
-  license: 'passed',
-  revocation: 'passed',
-};
 
 const nullable = (name: string, kind: Kind) => field(name, kind, 'nullable');
 const vecOf = (of: Kind): Kind => ({ k: 'vec', of });
