@@ -43,20 +43,16 @@ export function createPlatformMetrics(options: PlatformMetricsOptions): Platform
     registers: [registry],
   }).set({ version: PACKAGE_VERSION, revision: options.revision }, 1);
   collectDefaultMetrics({ register: registry });
-  const actions = new Histogram({
-    name: 'hermes_aip_action_duration_seconds',
-    help: 'Time from admitting an AIP action to its result, by Hermes operation and result status (error: the connector threw).',
-    labelNames: ['operation', 'outcome'],
-    buckets: LATENCY_BUCKETS,
-    registers: [registry],
-  });
-  const provider = new Histogram({
-    name: 'hermes_aip_provider_request_duration_seconds',
-    help: 'Time from sending a request to Hermes to its response headers, by Hermes operation and status class (error: no response).',
-    labelNames: ['operation', 'outcome'],
-    buckets: LATENCY_BUCKETS,
-    registers: [registry],
-  });
+  const actions = latencyHistogram(
+    registry,
+    'hermes_aip_action_duration_seconds',
+    'Time from admitting an AIP action to its result, by Hermes operation and result status (error: the connector threw).',
+  );
+  const provider = latencyHistogram(
+    registry,
+    'hermes_aip_provider_request_duration_seconds',
+    'Time from sending a request to Hermes to its response headers, by Hermes operation and status class (error: no response).',
+  );
   const stopWatching = watchProviderCalls(new Set(options.hermesOrigins), (operation, outcome, seconds) => provider.observe({ operation, outcome }, seconds));
   return {
     observeAction(capabilityId, outcome, seconds) {
@@ -69,6 +65,11 @@ export function createPlatformMetrics(options: PlatformMetricsOptions): Platform
     text: () => registry.metrics(),
     close: stopWatching,
   };
+}
+
+/** A histogram in seconds, labelled by operation and outcome only. */
+function latencyHistogram(registry: Registry, name: string, help: string): Histogram<'operation' | 'outcome'> {
+  return new Histogram({ name, help, labelNames: ['operation', 'outcome'], buckets: LATENCY_BUCKETS, registers: [registry] });
 }
 
 /** What undici publishes about a request on its diagnostics channels (the fields read here). */
