@@ -11,9 +11,8 @@ const RESEND_PAUSES_MS = [250, 1_000, 2_000, 4_000];
  * `callJson`, and where the endpoint offers `resendable` (it answers a repeated key with the first
  * request's outcome), the same request sent again while its answer is lost (a connection cut or a
  * timeout after the request may have reached Hermes), within the call's deadline. The offer is read
- * again before each resend; an endpoint that does not declare it (or whose declaration cannot be
- * read when the answer is lost) is never asked again: the lost answer stays an uncertain outcome,
- * as a resend could act twice.
+ * again before each resend; an endpoint that does not declare it is never asked again: the lost
+ * answer stays an uncertain outcome, as a resend could act twice.
  */
 export async function callJsonResendingLostAnswers(
   call: OperationCall<unknown>,
@@ -23,7 +22,7 @@ export async function callJsonResendingLostAnswers(
   try {
     return await callJson(call, request);
   } catch (error) {
-    if (!isLostAnswer(error) || !resendable(await call.offers.of(call.endpoint, call.context.signal))) throw error;
+    if (!isLostAnswer(error) || !(await mayResend(call, resendable))) throw error;
     return resend(call, request, resendable, error);
   }
 }
@@ -54,6 +53,15 @@ async function resend(
 /** A transport failure after the request may have reached Hermes: its answer, not its effect, is what is missing. */
 function isLostAnswer(error: unknown): error is HermesFailure {
   return error instanceof HermesFailure && error.code === 'transport' && error.effect === 'maybe';
+}
+
+/**
+ * Whether the offer as last read allows a resend, or could not be read (the connection that lost the
+ * answer may have taken a pooled one with it): then it is read afresh before each resend.
+ */
+async function mayResend(call: OperationCall<unknown>, resendable: (offer: EndpointOffer) => boolean): Promise<boolean> {
+  const offer = await call.offers.of(call.endpoint, call.context.signal);
+  return offer.source === 'unreadable' || resendable(offer);
 }
 
 /** The offer read afresh: the endpoint may be back as another release, which must declare the resend safe too. */
