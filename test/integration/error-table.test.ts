@@ -7,7 +7,18 @@
 import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { createHermesConnector, type AipActionResult, type ApprovalGrant, type ExecutionContext } from 'aip-connector-hermes-agent';
-import { API_KEY, checkedConnector, ENDPOINT, eventually, grantFor, nextId, script, harnessFactory, type CheckedConnector, type Harness } from '../helpers/harness.js';
+import {
+  API_KEY,
+  checkedConnector,
+  ENDPOINT,
+  eventually,
+  grantFor,
+  nextId,
+  script,
+  harnessFactory,
+  type CheckedConnector,
+  type Harness,
+} from '../helpers/harness.js';
 
 const PREFIX = 'connector.hermes_agent.';
 const UNKNOWN_RUN = `run_${'0'.repeat(32)}`;

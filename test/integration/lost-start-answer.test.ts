@@ -64,7 +64,11 @@ describe('a run_start whose answer is lost after Hermes accepted the run', () =>
 
   it('v0.22: an answer that arrives is learned from the start itself', async () => {
     const { proxy, h } = await behindProxy('v0.22');
-    const result = await h.invoke({ capability_id: h.cap('run_start'), input: { body: { input: 'answered', sim_script: script.quick() } }, idempotency_key: nextId('key') });
+    const result = await h.invoke({
+      capability_id: h.cap('run_start'),
+      input: { body: { input: 'answered', sim_script: script.quick() } },
+      idempotency_key: nextId('key'),
+    });
 
     expect(result.status).toBe('completed');
     expect(result.receipt?.replayed).toBeUndefined();

@@ -56,7 +56,8 @@ function spawnChild(env: Record<string, string>): Child {
 }
 
 /** Requests to the runs API (reading what the endpoint declares is not one). */
-const runRequests = (h: { sim: { requests: Array<{ method: string; path: string }> } }) => h.sim.requests.filter((request) => request.path.startsWith('/v1/runs'));
+const runRequests = (h: { sim: { requests: Array<{ method: string; path: string }> } }) =>
+  h.sim.requests.filter((request) => request.path.startsWith('/v1/runs'));
 
 describe.each(INSPECTABLE_BACKENDS)('crash recovery: $name ledger', (backend) => {
   it('a process killed mid-start: the replay is outcome_unknown and no second start reaches Hermes', { timeout: 60_000 }, async () => {
@@ -126,7 +127,9 @@ describe.each(INSPECTABLE_BACKENDS)('crash recovery: $name ledger', (backend) =>
     await inspector.close();
   });
 
-  it('a process killed mid-start on an endpoint declaring durable run idempotency: the replay asks Hermes again and learns the one run', { timeout: 60_000 }, async () => {
+  it('a process killed mid-start on an endpoint declaring durable run idempotency: the replay asks Hermes again and learns the one run', {
+    timeout: 60_000,
+  }, async () => {
     const store = await backend.create();
     const h = await harness({ simulator: { profile: 'v0.22' }, connector: { ledger: store.open(), idempotencyLeaseMs: 300 } });
     // The child's start reaches this Hermes, which starts the run; its answer never reaches the child.
@@ -141,7 +144,7 @@ describe.each(INSPECTABLE_BACKENDS)('crash recovery: $name ledger', (backend) =>
       const exited = child.exited();
       if (exited) throw new Error(`the child exited early (${JSON.stringify(exited)}): ${child.output()}`);
       return proxy.startAnswers[0];
-    }, 'Hermes to answer the child\'s start');
+    }, "Hermes to answer the child's start");
     child.process.kill('SIGKILL');
     await child.exit;
     const runId = (JSON.parse(accepted) as { run_id: string }).run_id;
