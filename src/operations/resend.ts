@@ -56,12 +56,13 @@ function isLostAnswer(error: unknown): error is HermesFailure {
 }
 
 /**
- * Whether the offer as last read allows a resend, or could not be read (the connection that lost the
- * answer may have taken a pooled one with it): then it is read afresh before each resend.
+ * Whether the offer as last read allows a resend; one that could not be read is read once more at
+ * once (the connection that lost the answer may have taken a pooled one with it).
  */
 async function mayResend(call: OperationCall<unknown>, resendable: (offer: EndpointOffer) => boolean): Promise<boolean> {
   const offer = await call.offers.of(call.endpoint, call.context.signal);
-  return offer.source === 'unreadable' || resendable(offer);
+  if (offer.source !== 'unreadable') return resendable(offer);
+  return resendable(await call.offers.current(call.endpoint, call.context.signal));
 }
 
 /** The offer read afresh: the endpoint may be back as another release, which must declare the resend safe too. */

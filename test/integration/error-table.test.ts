@@ -790,7 +790,9 @@ describe('transport (transport)', () => {
       provider_code: undefined,
       operation: 'run_start',
     });
-    expect(requests).toBe(1);
+    // The start is not sent again: the connector only read whether this endpoint declares durable run idempotency (it does not).
+    expect(requests).toBe(2);
+    expect(h.sim.requests.slice(-2).map((request) => `${request.method} ${request.path}`)).toEqual(['POST /v1/runs', 'GET /v1/capabilities']);
   });
 
   it('connection refused: nothing was sent, so not uncertain even for run_start', async () => {

@@ -7,25 +7,13 @@
 import { expect } from 'vitest';
 import type { RunEvidence, RunLedger } from 'aip-connector-hermes-agent';
 import { MIGRATIONS } from '../../src/ledger/migrations.js';
+import { runBinding } from '../helpers/run-binding.js';
 import { describeSchemaUpgrade } from '../helpers/schema-upgrade.js';
 
 const T0 = 1_800_000_000_000;
 const CAPABILITY = 'cap:hermes_agent:local:run_start';
 
-const binding = (actionId: string, runId: string): RunEvidence => ({
-  action_id: actionId,
-  capability_id: CAPABILITY,
-  endpoint_id: 'local',
-  tenant_id: null,
-  run_id: runId,
-  session_id: runId,
-  credential_revision: null,
-  created_at: T0,
-  updated_at: T0,
-  last_status: 'started',
-  terminal_event: null,
-  evidence_lost: false,
-});
+const binding = (actionId: string, runId: string): RunEvidence => runBinding(T0, { action_id: actionId, run_id: runId });
 
 async function upgradeCase(exec: (sql: string) => Promise<void>, open: () => RunLedger): Promise<void> {
   for (const migration of MIGRATIONS.filter((m) => m.version <= 7)) {
