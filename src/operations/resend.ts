@@ -56,13 +56,12 @@ function isLostAnswer(error: unknown): error is HermesFailure {
 }
 
 /**
- * Whether the offer as last read allows a resend; one that could not be read is read once more at
- * once (the connection that lost the answer may have taken a pooled one with it).
+ * Whether the offer as last read allows a resend, or could not be read: then it is read afresh after
+ * each pause (0.22, busy starting the run it just accepted, was seen to take over 5 s to declare it).
  */
 async function mayResend(call: OperationCall<unknown>, resendable: (offer: EndpointOffer) => boolean): Promise<boolean> {
   const offer = await call.offers.of(call.endpoint, call.context.signal);
-  if (offer.source !== 'unreadable') return resendable(offer);
-  return resendable(await call.offers.current(call.endpoint, call.context.signal));
+  return offer.source === 'unreadable' || resendable(offer);
 }
 
 /** The offer read afresh: the endpoint may be back as another release, which must declare the resend safe too. */
