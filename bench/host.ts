@@ -110,14 +110,14 @@ function signatureWork(envelopeText: string, gatewayDid: string, seedHex: string
   };
 }
 
-export interface InProcessHost {
+interface InProcessHost {
   readonly host: OpenHost;
   readonly origin: string;
   readonly seedHex: string;
 }
 
 /** The built host in this process, with the files and variables the launcher gives a host process, registered and ready. */
-export async function startInProcessHost(runtime: RemoteRuntime, hermesUrl: string, folder: string): Promise<InProcessHost> {
+async function startInProcessHost(runtime: RemoteRuntime, hermesUrl: string, folder: string): Promise<InProcessHost> {
   const seedHex = randomBytes(32).toString('hex');
   const { seedPath, configPath } = writeHostFiles(folder, seedHex, { url: hermesUrl, apiKey: BENCH_API_KEY });
   const env = hostEnvironment(await runtime.describe(), {
