@@ -23,9 +23,10 @@ import { simulatorScripts } from './simulator-scripts.js';
 
 /**
  * How long a run that should ask for approval may go without any event (checks 4 and 5): a live
- * Hermes begins a run, model call included, well within this; the simulator at once.
+ * Hermes begins a run, model call included, within this even on a loaded machine (14 s seen for a
+ * first run on two busy cores); the simulator at once.
  */
-const LIVE_SILENT_RUN_MS = 15_000;
+const LIVE_SILENT_RUN_MS = 30_000;
 const SIMULATED_SILENT_RUN_MS = 2_000;
 
 export const DEFAULT_HARMLESS_PROMPT = 'Reply with the single word: ready';

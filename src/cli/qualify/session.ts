@@ -25,7 +25,7 @@ export interface QualifySettings {
   pollMs: number;
   /**
    * How long a run that should ask for approval may stay without a single event before the check
-   * judges it: waiting for its session's turn while an earlier run of the session waits, else stuck.
+   * fails it as stuck; a second run of a session silent for half of it is waiting for its turn.
    */
   silentRunMs: number;
   approvalPrompt: string;
