@@ -8,6 +8,7 @@ import { HermesFailure, toProtocolError } from './failures.js';
 import { EndpointPools } from './transport/http.js';
 import { isStorableId, typedId } from './internal/ids.js';
 import { InFlight } from './internal/in-flight.js';
+import { EndpointOffers } from './discovery/offers.js';
 import { type GuardedOutcome, IdempotencyGuard } from './ledger/idempotency.js';
 import { instrumentLedger } from './ledger/instrumented.js';
 import { isSettled } from './ledger/run-status.js';
@@ -24,7 +25,7 @@ import { checkActionId, checkContext, checkIdempotencyKeyFormat, enforceGates } 
 import { CapabilityRegistry, capabilityId, implementationSupport, type CapabilityEntry } from './contract/registry.js';
 import { describeSchemaErrors, schemaCatalog } from './contract/schemas.js';
 import { InvocationTrace, Telemetry } from './telemetry.js';
-import type { AipAction, AipActionResult, AipReceipt, ExecutionContext, HermesConnector, HermesConnectorOptions } from './types.js';
+import type { AipAction, AipActionResult, AipReceipt, EndpointOffer, ExecutionContext, HermesConnector, HermesConnectorOptions } from './types.js';
 
 /** Validates the configuration (throwing ConnectorConfigError) and returns the connector; no I/O happens here. */
 export function createHermesConnector(options: HermesConnectorOptions): HermesConnector {
@@ -35,10 +36,12 @@ export function createHermesConnector(options: HermesConnectorOptions): HermesCo
   const ledger = instrumentLedger(config.ledger ?? (ownLedger as RunLedger), telemetry);
   const logger = connectorLogger(config.logger);
   const openCalls = new OpenCalls();
+  const pools = new EndpointPools(config.dispatcher);
   const deps: PipelineDeps = {
     config,
     registry,
-    pools: new EndpointPools(config.dispatcher),
+    pools,
+    offers: new EndpointOffers({ pools, openCalls, now: config.now }),
     logger,
     ledger,
     telemetry,
@@ -86,6 +89,7 @@ export function createHermesConnector(options: HermesConnectorOptions): HermesCo
       return ledger.evidence(actionIdOrRunId, tenantId);
     },
     reconcile: () => inFlight.track(reconcileOpenRuns(deps, (action, context) => run(action, context, false))),
+    offers: () => inFlight.track(readOffers(deps)),
     async close() {
       if (openCalls.closed) return;
       openCalls.close();
@@ -103,6 +107,7 @@ interface PipelineDeps {
   config: ResolvedConfig;
   registry: CapabilityRegistry;
   pools: EndpointPools;
+  offers: EndpointOffers;
   logger: Logger;
   ledger: RunLedger;
   telemetry: Telemetry;
@@ -371,6 +376,7 @@ async function dispatch(deps: PipelineDeps, admitted: AdmittedAction, keepEviden
       deadline: admitted.deadline,
       config,
       pools: deps.pools,
+      offers: deps.offers,
       openCalls: deps.openCalls,
       logger: admitted.logger,
       publisher: admitted.publisher,
@@ -386,6 +392,8 @@ async function dispatch(deps: PipelineDeps, admitted: AdmittedAction, keepEviden
   } catch (error) {
     outcome = failedOutcome(error, true);
   }
+  // The endpoint may be back as another process, perhaps another release: read what it offers again.
+  if (outcome.failure?.code === 'transport') deps.offers.forget(entry.endpoint.id);
   const completedAt = config.now();
   const receipt = receiptFor(action, entry, httpStatus, admitted.startedAt, completedAt, outcome.output);
   const result = shapeResult(action.id, entry, outcome, receipt);
@@ -427,6 +435,13 @@ async function reconcileOpenRuns(
     if (updated) reconciled.push(updated);
   }
   return reconciled;
+}
+
+/** offers(): every configured endpoint's declaration, read where it was not yet. */
+async function readOffers(deps: PipelineDeps): Promise<Record<string, EndpointOffer>> {
+  const { endpoints } = deps.config;
+  const offers = await Promise.all(endpoints.map((endpoint) => deps.offers.of(endpoint)));
+  return Object.fromEntries(endpoints.map((endpoint, index) => [endpoint.id, offers[index] as EndpointOffer]));
 }
 
 let actionValidator: ValidateFunction | undefined;

@@ -74,6 +74,9 @@ export interface ExecutionContext {
   onChunk?: (chunk: AipStreamChunk) => void | Promise<void>;
 }
 
+export type { EndpointOffer } from './discovery/offer.js';
+import type { EndpointOffer } from './discovery/offer.js';
+
 export interface HermesConnector {
   readonly id: 'hermes-agent';
   manifest(): AipManifest;
@@ -90,5 +93,11 @@ export interface HermesConnector {
   evidence(actionIdOrRunId: string, options?: { tenantId?: string | null }): Promise<RunEvidence | null>;
   /** Re-reads the status of every binding that is not terminal; a 404 is recorded as evidence lost. */
   reconcile(): Promise<RunEvidence[]>;
+  /**
+   * What each configured endpoint declares it offers (`GET /v1/capabilities`), by endpoint id: read at
+   * its first use and again after a transport failure (Hermes may have restarted as another release).
+   * Reads the declarations not read yet; never rejects.
+   */
+  offers(): Promise<Record<string, EndpointOffer>>;
   close(): Promise<void>;
 }

@@ -9,6 +9,7 @@ import type { OperationDeclaration } from '../contract/schemas.js';
 import type { Telemetry } from '../telemetry.js';
 import type { RunEvidence, RunEvidencePatch } from '../ledger/types.js';
 import type { JournalStore } from '../journal/types.js';
+import type { EndpointOffers } from '../discovery/offers.js';
 import type { AipAction, AipActionResult, AipMessagePart, ExecutionContext, OperationName } from '../types.js';
 
 /** Everything an operation needs for one invocation, after every gate has passed. */
@@ -31,6 +32,8 @@ export interface OperationCall<Input = Record<string, unknown>> {
   readonly telemetry: Telemetry;
   /** The invocation's span context: the parent of its HTTP request spans. */
   readonly traceContext: Context;
+  /** What each endpoint declares it offers (GET /v1/capabilities), read once per endpoint. */
+  readonly offers: EndpointOffers;
   /** run_events with the run journal on: where it reads the run's events instead of Hermes. */
   readonly journal?: JournalReading;
   /** run_events for a journal's follower that took a run over: the stream resumes after this Hermes `seq`. */

@@ -51,6 +51,8 @@ describe('hermes-aip qualify --simulate --out DIR (what npm start runs)', { time
     const evidence = readEvidence(out);
     expect(evidence['target']).toMatchObject({ kind: 'simulator', simulator_profile: 'v0.19' });
     expect(evidence.endpoints[0]?.hermes.version).toBe('0.19.0+aip-simulator');
+    // The v0.19 profile serves no GET /v1/capabilities: nothing beyond the pin is assumed.
+    expect(evidence.endpoints[0]?.offer).toMatchObject({ source: 'not_served', durable_run_idempotency: null, run_steer: false });
   });
 
   it('passes against the later profile too, where a restart leaves the run interrupted (check 8: an explained outcome)', async () => {
