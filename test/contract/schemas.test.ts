@@ -103,6 +103,21 @@ const TABLE: Record<OperationName, Expected> = {
     pii: true,
     execution: exec(['sync']),
   },
+  // Not in the seed's table: the opt-in sixth operation (issue 32, item 7), contracted as run_approval is.
+  run_steer: {
+    method: 'POST',
+    path: '/v1/runs/{run_id}/steer',
+    streaming: false,
+    risk: 'medium',
+    approval: true,
+    idempotency: 'required',
+    providerTimeoutMs: 30_000,
+    slaTimeoutMs: 60_000,
+    sideEffects: ['read', 'write', 'external_network'],
+    sensitivity: 'restricted',
+    pii: true,
+    execution: exec(['sync']),
+  },
 };
 
 function readContract(operation: string): Record<string, unknown> {
