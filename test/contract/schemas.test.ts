@@ -345,14 +345,18 @@ describe('manifest and capabilities of a two-endpoint connector', () => {
   const connector = createHermesConnector({
     endpoints: [
       { id: 'alpha', baseUrl: LOCAL_BASE_URL, apiKey: TEST_API_KEY, displayName: 'Alpha', tenantId: 'tenant-a' },
-      { id: 'beta-2', baseUrl: 'http://127.0.0.1:10', apiKey: TEST_API_KEY },
+      { id: 'beta-2', baseUrl: 'http://127.0.0.1:10', apiKey: TEST_API_KEY, operations: { run_steer: true } },
     ],
   });
   afterAll(() => connector.close());
 
   const manifest = connector.manifest();
   const capabilities = connector.capabilities();
-  const ids = ['alpha', 'beta-2'].flatMap((endpoint) => OPERATION_NAMES.map((op) => `cap:hermes_agent:${endpoint}:${op}`));
+  // alpha publishes the five; beta-2 opted into run_steer as well.
+  const ids = [
+    ...OPERATION_NAMES.filter((op) => op !== 'run_steer').map((op) => `cap:hermes_agent:alpha:${op}`),
+    ...OPERATION_NAMES.map((op) => `cap:hermes_agent:beta-2:${op}`),
+  ];
 
   it('the manifest validates against aip/manifest.schema.json', () => {
     const validate = catalog.validator('aip/manifest.schema.json');
@@ -364,12 +368,13 @@ describe('manifest and capabilities of a two-endpoint connector', () => {
     for (const capability of capabilities) expect(validate(capability), `${capability.id}: ${JSON.stringify(validate.errors)}`).toBe(true);
   });
 
-  it('lists exactly cap:hermes_agent:<endpoint>:<op>, five per endpoint, in manifest and capabilities()', () => {
+  it('lists exactly cap:hermes_agent:<endpoint>:<op>, five per endpoint and six with run_steer, in manifest and capabilities()', () => {
     expect(capabilities.map((c) => c.id).sort()).toEqual([...ids].sort());
     expect(manifest.capabilities.map((c) => c.id).sort()).toEqual([...ids].sort());
     for (const id of ids) expect(connector.capability(id)?.id).toBe(id);
     expect(connector.capability('cap:hermes_agent:gamma:run_start')).toBeUndefined();
     expect(connector.capability('cap:hermes_agent:alpha:run_delete')).toBeUndefined();
+    expect(connector.capability('cap:hermes_agent:alpha:run_steer')).toBeUndefined();
   });
 
   it('binds each capability to its endpoint and Hermes route', () => {
@@ -434,18 +439,18 @@ describe('manifest and capabilities of a two-endpoint connector', () => {
         transaction: false,
         reconciliation: false,
         compensation: false,
-        approval: operation === 'run_approval' || operation === 'run_stop',
+        approval: operation === 'run_approval' || operation === 'run_stop' || operation === 'run_steer',
         credentials: false,
       });
     });
 
-    it('is the same for every endpoint', () => {
-      for (const operation of OPERATION_NAMES) {
+    it('is the same for every endpoint that publishes the operation', () => {
+      for (const operation of OPERATION_NAMES.filter((op) => op !== 'run_steer')) {
         expect(connector.implementationSupport(`cap:hermes_agent:alpha:${operation}`)).toStrictEqual(support(operation));
       }
     });
 
-    it.each(['cap:hermes_agent:gamma:run_start', 'cap:hermes_agent:alpha:run_delete', '', 'run_start'])('claims nothing for the unknown id %j', (id) => {
+    it.each(['cap:hermes_agent:gamma:run_start', 'cap:hermes_agent:alpha:run_delete', 'cap:hermes_agent:alpha:run_steer', '', 'run_start'])('claims nothing for the unknown id %j', (id) => {
       expect(connector.implementationSupport(id)).toStrictEqual({
         invocation: false,
         cancellation: false,
