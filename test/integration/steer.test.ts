@@ -46,7 +46,8 @@ describe('run_steer is published only where configured', () => {
     ['an unknown operation', { run_delete: true }],
     ['a non-boolean', { run_steer: 'yes' }],
   ])('refuses operations given as %s with invalid_operations', (_what, operations) => {
-    const create = () => createHermesConnector({ endpoints: [{ id: ENDPOINT, baseUrl: 'http://127.0.0.1:9', apiKey: API_KEY, operations: operations as never }] });
+    const create = () =>
+      createHermesConnector({ endpoints: [{ id: ENDPOINT, baseUrl: 'http://127.0.0.1:9', apiKey: API_KEY, operations: operations as never }] });
     expect(create).toThrow(ConnectorConfigError);
     expect(create).toThrow(expect.objectContaining({ code: 'invalid_operations' }));
   });
