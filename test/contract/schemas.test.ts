@@ -31,6 +31,22 @@ const exec = (flags: Array<'sync' | 'async' | 'streaming' | 'cancel' | 'retry'>)
   supports_retry: flags.includes('retry'),
 });
 
+/** Approval, stop and steer: a mutation of one run behind an AIP approval grant. */
+const guardedRunMutation = (path: string): Expected => ({
+  method: 'POST',
+  path,
+  streaming: false,
+  risk: 'medium',
+  approval: true,
+  idempotency: 'required',
+  providerTimeoutMs: 30_000,
+  slaTimeoutMs: 60_000,
+  sideEffects: ['read', 'write', 'external_network'],
+  sensitivity: 'restricted',
+  pii: true,
+  execution: exec(['sync']),
+});
+
 /** The capability table and the paragraph below it in docs/connector-api.md. */
 const TABLE: Record<OperationName, Expected> = {
   run_start: {
@@ -75,49 +91,10 @@ const TABLE: Record<OperationName, Expected> = {
     pii: false,
     execution: exec(['sync', 'async', 'streaming', 'cancel', 'retry']),
   },
-  run_approval: {
-    method: 'POST',
-    path: '/v1/runs/{run_id}/approval',
-    streaming: false,
-    risk: 'medium',
-    approval: true,
-    idempotency: 'required',
-    providerTimeoutMs: 30_000,
-    slaTimeoutMs: 60_000,
-    sideEffects: ['read', 'write', 'external_network'],
-    sensitivity: 'restricted',
-    pii: true,
-    execution: exec(['sync']),
-  },
-  run_stop: {
-    method: 'POST',
-    path: '/v1/runs/{run_id}/stop',
-    streaming: false,
-    risk: 'medium',
-    approval: true,
-    idempotency: 'required',
-    providerTimeoutMs: 30_000,
-    slaTimeoutMs: 60_000,
-    sideEffects: ['read', 'write', 'external_network'],
-    sensitivity: 'restricted',
-    pii: true,
-    execution: exec(['sync']),
-  },
+  run_approval: guardedRunMutation('/v1/runs/{run_id}/approval'),
+  run_stop: guardedRunMutation('/v1/runs/{run_id}/stop'),
   // Not in the seed's table: the opt-in sixth operation (issue 32, item 7), contracted as run_approval is.
-  run_steer: {
-    method: 'POST',
-    path: '/v1/runs/{run_id}/steer',
-    streaming: false,
-    risk: 'medium',
-    approval: true,
-    idempotency: 'required',
-    providerTimeoutMs: 30_000,
-    slaTimeoutMs: 60_000,
-    sideEffects: ['read', 'write', 'external_network'],
-    sensitivity: 'restricted',
-    pii: true,
-    execution: exec(['sync']),
-  },
+  run_steer: guardedRunMutation('/v1/runs/{run_id}/steer'),
 };
 
 function readContract(operation: string): Record<string, unknown> {
