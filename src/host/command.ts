@@ -21,6 +21,7 @@ import { type AuthenticationLane, createAuthenticationLane } from './lane.js';
 import { type CredentialVerdict, createMessageHandler, type MessageHandler } from './messages.js';
 import { HostStatus } from './metrics.js';
 import { outboundAgent } from './outbound.js';
+import { createPlatformMetrics, type PlatformMetrics, REVISION_VARIABLE } from './platform-metrics.js';
 import { createReadiness } from './readiness.js';
 import { createHostServer, type HostServer } from './server.js';
 import {
@@ -125,14 +126,16 @@ async function serve(settings: HostSettings, config: LoadedConfig, connector: He
     timeoutMs: settings.limits.healthTimeoutMs,
     startedAtMs: Date.now(),
   });
+  const platform = platformMetrics(config, connector);
   const pinned = pinnedIdentity(settings, identity);
   // Its worker starts with the first large body.
   const lane = createAuthenticationLane({ key: settings.signingKey, pinned, heapMb: settings.limits.authenticationHeapMb });
   const server = createHostServer({
     status,
-    messages: messageHandler(settings, { connector, ledger, status, stop, logger, outbound, pinned, lane }),
+    messages: messageHandler(settings, { connector, ledger, status, stop, logger, outbound, pinned, lane, platform }),
     manifestText: wireJson(manifest),
     ready: () => readiness.report(),
+    platformMetrics: platform,
     maxRequestBytes: settings.limits.maxRequestBytes,
     maxConnections: settings.limits.maxConnections,
     largeBodyBytes: settings.limits.largeBodyBytes,
@@ -157,6 +160,7 @@ async function serve(settings: HostSettings, config: LoadedConfig, connector: He
   try {
     return await shutdown({ settings, status, keeper, server, stop, logger });
   } finally {
+    platform.close();
     await outbound.close();
     await lane.close();
   }
@@ -171,6 +175,16 @@ interface HandlerParts {
   readonly outbound: Dispatcher;
   readonly pinned: PinnedIdentity;
   readonly lane: AuthenticationLane;
+  readonly platform: PlatformMetrics;
+}
+
+/** Build info, process metrics and the latencies of actions and of calls to these Hermes endpoints. */
+function platformMetrics(config: LoadedConfig, connector: HermesConnector): PlatformMetrics {
+  return createPlatformMetrics({
+    revision: process.env[REVISION_VARIABLE] || 'unknown',
+    hermesOrigins: config.endpoints.map(({ config: endpoint }) => new URL(endpoint.baseUrl).origin),
+    operationOf: (capabilityId) => connector.capability(capabilityId)?.bindings[0]?.operation,
+  });
 }
 
 /** This host's identity and route coordinates, and the gateway it trusts. */
@@ -207,6 +221,7 @@ function messageHandler(settings: HostSettings, parts: HandlerParts): MessageHan
     stopSignal: parts.stop.signal,
     logger: parts.logger,
     outbound: parts.outbound,
+    observeAction: (capabilityId, outcome, seconds) => parts.platform.observeAction(capabilityId, outcome, seconds),
   });
 }
 
