@@ -427,21 +427,22 @@ describe('manifest and capabilities of a two-endpoint connector', () => {
       }
     });
 
-    it.each(['cap:hermes_agent:gamma:run_start', 'cap:hermes_agent:alpha:run_delete', 'cap:hermes_agent:alpha:run_steer', '', 'run_start'])(
-      'claims nothing for the unknown id %j',
-      (id) => {
-        expect(connector.implementationSupport(id)).toStrictEqual({
-          invocation: false,
-          cancellation: false,
-          streaming: false,
-          retry: false,
-          transaction: false,
-          reconciliation: false,
-          compensation: false,
-          approval: false,
-          credentials: false,
-        });
-      },
-    );
+    it.each(['cap:hermes_agent:gamma:run_start', 'cap:hermes_agent:alpha:run_delete', '', 'run_start'])('claims nothing for the unknown id %j', (id) => {
+      expect(connector.implementationSupport(id)).toStrictEqual({
+        invocation: false,
+        cancellation: false,
+        streaming: false,
+        retry: false,
+        transaction: false,
+        reconciliation: false,
+        compensation: false,
+        approval: false,
+        credentials: false,
+      });
+    });
+
+    it('claims nothing for run_steer on an endpoint that did not opt into it', () => {
+      expect(connector.implementationSupport('cap:hermes_agent:alpha:run_steer')).toStrictEqual(connector.implementationSupport('run_start'));
+    });
   });
 });
