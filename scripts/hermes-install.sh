@@ -3,7 +3,7 @@
 # holding exactly the pinned set in scripts/hermes/requirements-<version>.txt (hermes-agent as a wheel,
 # aiohttp for its API server). Idempotent: a venv whose `pip freeze` already equals its pin file is left
 # alone. Adding a release means adding its requirements file. Releases not yet in CI have their pin files in
-# scripts/hermes/next/ and are installed only with HERMES_INCLUDE_NEXT=1.
+# scripts/hermes/next/ (empty when every known release is in CI) and are installed only with HERMES_INCLUDE_NEXT=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

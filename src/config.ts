@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { LEDGER_METHODS, type RunLedger } from './ledger/types.js';
 import type { TelemetryOptions } from './telemetry.js';
 import { Secret } from './internal/secret.js';
-import type { HermesConnectorOptions } from './types.js';
+import { OPERATION_NAMES, OPTIONAL_OPERATIONS, type HermesConnectorOptions, type OperationName } from './types.js';
 import { journalStoreOf, type ResolvedJournalOptions } from './journal/types.js';
 
 export type ConfigErrorCode =
@@ -18,6 +18,7 @@ export type ConfigErrorCode =
   | 'invalid_api_key'
   | 'invalid_display_name'
   | 'invalid_tenant_id'
+  | 'invalid_operations'
   | 'invalid_limits'
   | 'invalid_logger'
   | 'invalid_dispatcher'
@@ -53,6 +54,8 @@ export interface ResolvedEndpoint {
   readonly server: { readonly address: string; readonly port: number };
   readonly displayName: string | undefined;
   readonly tenantId: string | undefined;
+  /** The operations published for this endpoint, in OPERATION_NAMES order: the five, plus the optional ones it opted into. */
+  readonly operations: readonly OperationName[];
   readonly apiKey: Secret | undefined;
   /** A short hash of the key (never the key): which credential was in force, for evidence. */
   readonly credentialRevision: string | undefined;
@@ -106,7 +109,7 @@ const TOP_LEVEL_OPTIONS = new Set([
   'journal',
 ]);
 export const DEFAULT_IDEMPOTENCY_LEASE_MS = 30_000;
-const ENDPOINT_FIELDS = new Set(['id', 'baseUrl', 'apiKey', 'displayName', 'tenantId']);
+const ENDPOINT_FIELDS = new Set(['id', 'baseUrl', 'apiKey', 'displayName', 'tenantId', 'operations']);
 const ENDPOINT_ID = /^[a-z0-9_-]{1,128}$/;
 const API_KEY = /^[\x21-\x7e]{1,16384}$/;
 // eslint-disable-next-line no-control-regex
@@ -232,7 +235,7 @@ function resolveEndpoint(endpoint: unknown, index: number): ResolvedEndpoint {
   for (const key of Object.keys(endpoint)) {
     if (!ENDPOINT_FIELDS.has(key)) throw new ConnectorConfigError('unknown_option', `${where} has unknown field \`${safeName(key)}\``);
   }
-  const { id, baseUrl, apiKey, displayName, tenantId } = endpoint as Record<string, unknown>;
+  const { id, baseUrl, apiKey, displayName, tenantId, operations } = endpoint as Record<string, unknown>;
   if (typeof id !== 'string' || !ENDPOINT_ID.test(id)) {
     throw new ConnectorConfigError('invalid_endpoint_id', `${where}.id must be 1-128 characters of [a-z0-9_-] (it is not normalized for you)`);
   }
@@ -247,7 +250,20 @@ function resolveEndpoint(endpoint: unknown, index: number): ResolvedEndpoint {
     credentialRevision: key && credentialRevision(key.reveal()),
     displayName: optionalText(displayName, 256, 'invalid_display_name', `${named} displayName`),
     tenantId: optionalText(tenantId, 512, 'invalid_tenant_id', `${named} tenantId`),
+    operations: publishedOperations(operations, named),
   });
+}
+
+/** The five operations every endpoint has, plus each optional one set to true in `operations`. */
+function publishedOperations(operations: unknown, named: string): readonly OperationName[] {
+  const optional: readonly string[] = OPTIONAL_OPERATIONS;
+  const chosen = operations ?? {};
+  if (!isPlainObject(chosen)) throw new ConnectorConfigError('invalid_operations', `${named} operations must be an object such as { "run_steer": true }`);
+  for (const [name, value] of Object.entries(chosen)) {
+    if (!optional.includes(name)) throw new ConnectorConfigError('invalid_operations', `${named} operations has unknown field \`${safeName(name)}\``);
+    if (typeof value !== 'boolean') throw new ConnectorConfigError('invalid_operations', `${named} operations.${name} must be true or false`);
+  }
+  return Object.freeze(OPERATION_NAMES.filter((name) => !optional.includes(name) || chosen[name] === true));
 }
 
 function resolveOrigin(baseUrl: unknown, named: string): string {

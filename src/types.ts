@@ -17,6 +17,11 @@ export interface HermesEndpointConfig {
   displayName?: string;
   /** Binds the endpoint to one verified AIP tenant (fail closed). */
   tenantId?: string;
+  /**
+   * Operations published besides the five every endpoint has (all off by default): `run_steer: true`
+   * publishes steer, which is then sent only where the endpoint declares it (GET /v1/capabilities).
+   */
+  operations?: { run_steer?: boolean };
 }
 
 export interface ConnectorLimits {

@@ -14,7 +14,7 @@ import { OPERATION_NAMES, type OperationName } from '../src/types.js';
 
 const PREFIX = 'connector.hermes_agent.';
 const READS: readonly OperationName[] = ['run_status', 'run_events'];
-const MUTATIONS: readonly OperationName[] = ['run_start', 'run_approval', 'run_stop'];
+const MUTATIONS: readonly OperationName[] = ['run_start', 'run_approval', 'run_stop', 'run_steer'];
 const ALL_CODES = Object.keys(FAILURE_CATEGORIES) as FailureCode[];
 const EFFECTS: readonly ProviderEffect[] = ['none', 'known', 'maybe'];
 

@@ -28,7 +28,7 @@ export interface LoadedConfig {
 /** Where the run ledger lives. A PostgreSQL URL may hold a password: it is read from the environment and never printed. */
 export type LedgerSpec = { kind: 'sqlite'; path: string } | { kind: 'postgres'; connectionString: string; from: string };
 
-const ENDPOINT_FIELDS = new Set(['id', 'baseUrl', 'apiKeyFile', 'apiKeyEnv', 'tenantId', 'displayName']);
+const ENDPOINT_FIELDS = new Set(['id', 'baseUrl', 'apiKeyFile', 'apiKeyEnv', 'tenantId', 'displayName', 'operations']);
 export const DEFAULT_ENDPOINT_ID = 'default';
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
@@ -114,7 +114,7 @@ function loadEndpoint(entry: unknown, where: string, folder: string, env: NodeJS
     if (field === 'apiKey') throw new UsageError(`${where}: "apiKey" is not read from the config file; use "apiKeyFile" or "apiKeyEnv"`);
     if (!ENDPOINT_FIELDS.has(field)) throw new UsageError(`${where}: unknown field "${printable(field)}"`);
   }
-  const { id, baseUrl, apiKeyFile, apiKeyEnv, tenantId, displayName } = entry;
+  const { id, baseUrl, apiKeyFile, apiKeyEnv, tenantId, displayName, operations } = entry;
   if (typeof id !== 'string') throw new UsageError(`${where}: "id" must be a string`);
   const named = `${where} (${printable(id)})`;
   if (typeof baseUrl !== 'string') throw new UsageError(`${named}: "baseUrl" must be a string`);
@@ -128,6 +128,8 @@ function loadEndpoint(entry: unknown, where: string, folder: string, env: NodeJS
   const config: LoadedEndpoint['config'] = { id, baseUrl, apiKey: '' };
   if (typeof tenantId === 'string') config.tenantId = tenantId;
   if (typeof displayName === 'string') config.displayName = displayName;
+  // Checked with the rest of the endpoint by createHermesConnector (invalid_operations).
+  if (operations !== undefined) config.operations = operations as HermesEndpointConfig['operations'];
   if (apiKeyFile !== undefined) {
     if (typeof apiKeyFile !== 'string' || apiKeyFile === '') throw new UsageError(`${named}: "apiKeyFile" must be a file name`);
     const path = resolve(folder, apiKeyFile);

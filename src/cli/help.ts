@@ -15,7 +15,8 @@ Commands:
   admission  Build the signed AIP admission package for the host's image, from its evidence
 
 Configuration (manifest, invoke, qualify, conformance, mcp, host):
-  --config FILE   { "endpoints": [ { "id", "baseUrl", "apiKeyFile" | "apiKeyEnv", "tenantId"?, "displayName"? } ] }
+  --config FILE   { "endpoints": [ { "id", "baseUrl", "apiKeyFile" | "apiKeyEnv", "tenantId"?, "displayName"?, "operations"? } ] }
+                  "operations": { "run_steer": true } also publishes run_steer for that endpoint.
                   A relative apiKeyFile is resolved against the config file's folder.
   Without --config, HERMES_BASE_URL and HERMES_API_KEY configure one endpoint with id "default".
   API keys are read only from files or the environment, never from arguments.
@@ -34,7 +35,8 @@ Run "hermes-aip <command> --help" for a command's options.
 export const MANIFEST_HELP = `Usage: hermes-aip manifest [--config FILE]
 
 Prints the connector's AIP manifest (JSON) for the configured endpoints: five capabilities per
-endpoint, with their contracts and schemas. Nothing is sent to Hermes.
+endpoint (six where "operations": { "run_steer": true }), with their contracts and schemas. Nothing is
+sent to Hermes.
 
 Options:
   --config FILE   Endpoints file (default: HERMES_BASE_URL and HERMES_API_KEY)
@@ -66,7 +68,7 @@ Ctrl-C cancels the invocation (the result then says "cancelled").
 export const QUALIFY_HELP = `Usage: hermes-aip qualify [--config FILE | --simulate] [options]
 
 Runs the eight checks of "Verify an integration" against every endpoint, in order:
-  1 discovery                   exactly the five capability ids, each with its contract
+  1 discovery                   exactly the configured capability ids (five; six with run_steer), each with its contract
   2 start_and_status            a start with an idempotency key returns a new run_id; its status is visible
   3 ordered_events              one consumer sees ordered frames and a terminal event
   4 isolated_approvals          two runs sharing a session_id keep separate approval queues

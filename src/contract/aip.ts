@@ -1,8 +1,12 @@
 /** AIP wire objects as this connector speaks them (AIP's snake_case), and Hermes' run event shapes. */
 
 /** The five Hermes run operations published for every endpoint. */
-export const OPERATION_NAMES = ['run_start', 'run_status', 'run_events', 'run_approval', 'run_stop'] as const;
+export const OPERATION_NAMES = ['run_start', 'run_status', 'run_events', 'run_approval', 'run_stop', 'run_steer'] as const;
 export type OperationName = (typeof OPERATION_NAMES)[number];
+
+/** Published for an endpoint only when its configuration opts in (`operations: { run_steer: true }`). */
+export const OPTIONAL_OPERATIONS = ['run_steer'] as const satisfies readonly OperationName[];
+export type OptionalOperation = (typeof OPTIONAL_OPERATIONS)[number];
 
 export interface AipAction {
   id: string;

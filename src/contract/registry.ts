@@ -36,7 +36,7 @@ export class CapabilityRegistry {
     this.#config = config;
     const { operations } = schemaCatalog();
     for (const endpoint of config.endpoints) {
-      for (const operation of OPERATION_NAMES) {
+      for (const operation of endpoint.operations) {
         const schemas = operations[operation];
         const capability = buildCapability(endpoint, operation, schemas);
         this.#entries.set(capability.id, { capability, endpoint, operation, schemas });

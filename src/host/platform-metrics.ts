@@ -118,8 +118,14 @@ function originOf(origin: string | URL | undefined): string {
   return typeof origin === 'string' ? origin : origin.origin;
 }
 
-const RUN_ROUTE = /^\/v1\/runs\/[^/]+(\/events|\/approval|\/stop)?$/;
-const RUN_SUFFIX_OPERATIONS: Record<string, string> = { '': 'run_status', '/events': 'run_events', '/approval': 'run_approval', '/stop': 'run_stop' };
+const RUN_ROUTE = /^\/v1\/runs\/[^/]+(\/events|\/approval|\/stop|\/steer)?$/;
+const RUN_SUFFIX_OPERATIONS: Record<string, string> = {
+  '': 'run_status',
+  '/events': 'run_events',
+  '/approval': 'run_approval',
+  '/stop': 'run_stop',
+  '/steer': 'run_steer',
+};
 
 /** The Hermes operation of a request, from its route (the run id never leaves this function); `other` for any other route. */
 function providerOperation(method: string, path: string): string {

@@ -4,6 +4,7 @@ import { runApproval } from './run-approval.js';
 import { runEvents } from './run-events.js';
 import { runStart } from './run-start.js';
 import { runStatus } from './run-status.js';
+import { runSteer } from './run-steer.js';
 import { runStop } from './run-stop.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: each operation narrows its own validated input
@@ -15,4 +16,5 @@ export const OPERATIONS: Readonly<Record<OperationName, AnyOperation>> = {
   run_events: runEvents,
   run_approval: runApproval,
   run_stop: runStop,
+  run_steer: runSteer,
 };

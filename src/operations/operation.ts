@@ -104,13 +104,14 @@ export function runRoute(runId: string, suffix: RunRouteSuffix): Route {
   return { path: `/v1/runs/${encodeURIComponent(runId)}${suffix}`, template: RUN_TEMPLATES[suffix] };
 }
 
-type RunRouteSuffix = '' | '/events' | '/approval' | '/stop';
+type RunRouteSuffix = '' | '/events' | '/approval' | '/stop' | '/steer';
 
 const RUN_TEMPLATES: Record<RunRouteSuffix, string> = {
   '': '/v1/runs/{run_id}',
   '/events': '/v1/runs/{run_id}/events',
   '/approval': '/v1/runs/{run_id}/approval',
   '/stop': '/v1/runs/{run_id}/stop',
+  '/steer': '/v1/runs/{run_id}/steer',
 };
 
 export function checkRunId(runId: string): void {

@@ -7,7 +7,7 @@ import { cpSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { checksById, finished, readEvidence, tempDir } from './helpers.js';
+import { CLI, checksById, finished, readEvidence, simulatorWithConfig, tempDir } from './helpers.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -72,5 +72,36 @@ describe('qualification check 1 (discovery) against a tampered contract', { time
     );
     expect(run.code, run.stdout + run.stderr).toBe(0);
     expect(checksById(readEvidence(out)).get('discovery')?.result).toBe('passed');
+  });
+});
+
+describe('qualification check 1 (discovery) with run_steer configured', { timeout: 60_000 }, () => {
+  /** An endpoints file for a simulator whose endpoint opts into run_steer; `cli` is the CLI to run. */
+  async function qualifyWithSteer(cli: string) {
+    const { configPath, folder } = await simulatorWithConfig();
+    const config = JSON.parse(readFileSync(configPath, 'utf8')) as { endpoints: Array<Record<string, unknown>> };
+    for (const endpoint of config.endpoints) endpoint['operations'] = { run_steer: true };
+    writeFileSync(configPath, JSON.stringify(config));
+    const out = join(folder, 'out');
+    const run = await finished(
+      spawn(process.execPath, [cli, 'qualify', '--config', configPath, '--out', out, '--timeout', '10'], { env: { PATH: process.env['PATH'] ?? '' } }),
+      ['qualify'],
+    );
+    return { code: run.code, discovery: checksById(readEvidence(out)).get('discovery') };
+  }
+
+  it('expects the six capability ids, run_steer with its contract', async () => {
+    const { discovery } = await qualifyWithSteer(CLI);
+    expect(discovery?.result, discovery?.reason ?? '').toBe('passed');
+    expect(discovery?.evidence['capability_ids']).toEqual(
+      ['run_start', 'run_status', 'run_events', 'run_approval', 'run_stop', 'run_steer'].map((op) => `cap:hermes_agent:local:${op}`),
+    );
+  });
+
+  it('fails when the published run_steer contract differs from the table (low risk)', async () => {
+    const copy = tamperedPackage('run_steer', (d) => void (d.risk = 'low'));
+    const { code, discovery } = await qualifyWithSteer(join(copy, 'dist', 'cli', 'main.js'));
+    expect(code).toBe(1);
+    expect(discovery?.reason).toMatch(/run_steer does not publish what the seed's table says: risk is "low", not "medium"/);
   });
 });

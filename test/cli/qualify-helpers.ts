@@ -8,6 +8,7 @@ export function simulatorQualifySettings(extra: Partial<QualifySettings> = {}): 
     qualificationId: 'qual_test',
     stepTimeoutMs: 5_000,
     pollMs: 20,
+    silentRunMs: 2_000,
     approvalPrompt: 'approve me',
     harmlessPrompt: 'ready',
     signal: new AbortController().signal,

@@ -55,6 +55,17 @@ describe('hermes-aip qualify --simulate --out DIR (what npm start runs)', { time
     expect(evidence.endpoints[0]?.offer).toMatchObject({ source: 'not_served', durable_run_idempotency: null, run_steer: false });
   });
 
+  it('passes checks 4 and 5 against the v0.22 profile, where the runs of a session take turns, and records that', async () => {
+    const out = join(tempDir(), 'qualification');
+    await runCli(['qualify', '--simulate', '--profile', 'v0.22', '--out', out]);
+    const checks = readEvidence(out).endpoints[0]?.checks ?? [];
+    for (const id of ['isolated_approvals', 'approval_requires_evidence']) {
+      const check = checks.find((candidate) => candidate.id === id);
+      expect(check?.result, `${id}: ${check?.reason}`).toBe('passed');
+      expect(check?.evidence).toMatchObject({ session_takes_turns: true, session_turns: { queued_run_approval: { status: 'completed', resolved: 1 } } });
+    }
+  });
+
   it('passes against the later profile too, where a restart leaves the run interrupted (check 8: an explained outcome)', async () => {
     const out = join(tempDir(), 'qualification');
     const run = await runCli(['qualify', '--simulate', '--profile', 'later', '--out', out]);

@@ -31,6 +31,22 @@ const exec = (flags: Array<'sync' | 'async' | 'streaming' | 'cancel' | 'retry'>)
   supports_retry: flags.includes('retry'),
 });
 
+/** Approval, stop and steer: a mutation of one run behind an AIP approval grant. */
+const guardedRunMutation = (path: string): Expected => ({
+  method: 'POST',
+  path,
+  streaming: false,
+  risk: 'medium',
+  approval: true,
+  idempotency: 'required',
+  providerTimeoutMs: 30_000,
+  slaTimeoutMs: 60_000,
+  sideEffects: ['read', 'write', 'external_network'],
+  sensitivity: 'restricted',
+  pii: true,
+  execution: exec(['sync']),
+});
+
 /** The capability table and the paragraph below it in docs/connector-api.md. */
 const TABLE: Record<OperationName, Expected> = {
   run_start: {
@@ -75,34 +91,10 @@ const TABLE: Record<OperationName, Expected> = {
     pii: false,
     execution: exec(['sync', 'async', 'streaming', 'cancel', 'retry']),
   },
-  run_approval: {
-    method: 'POST',
-    path: '/v1/runs/{run_id}/approval',
-    streaming: false,
-    risk: 'medium',
-    approval: true,
-    idempotency: 'required',
-    providerTimeoutMs: 30_000,
-    slaTimeoutMs: 60_000,
-    sideEffects: ['read', 'write', 'external_network'],
-    sensitivity: 'restricted',
-    pii: true,
-    execution: exec(['sync']),
-  },
-  run_stop: {
-    method: 'POST',
-    path: '/v1/runs/{run_id}/stop',
-    streaming: false,
-    risk: 'medium',
-    approval: true,
-    idempotency: 'required',
-    providerTimeoutMs: 30_000,
-    slaTimeoutMs: 60_000,
-    sideEffects: ['read', 'write', 'external_network'],
-    sensitivity: 'restricted',
-    pii: true,
-    execution: exec(['sync']),
-  },
+  run_approval: guardedRunMutation('/v1/runs/{run_id}/approval'),
+  run_stop: guardedRunMutation('/v1/runs/{run_id}/stop'),
+  // Not in the seed's table: the opt-in sixth operation (issue 32, item 7), contracted as run_approval is.
+  run_steer: guardedRunMutation('/v1/runs/{run_id}/steer'),
 };
 
 function readContract(operation: string): Record<string, unknown> {
@@ -330,14 +322,18 @@ describe('manifest and capabilities of a two-endpoint connector', () => {
   const connector = createHermesConnector({
     endpoints: [
       { id: 'alpha', baseUrl: LOCAL_BASE_URL, apiKey: TEST_API_KEY, displayName: 'Alpha', tenantId: 'tenant-a' },
-      { id: 'beta-2', baseUrl: 'http://127.0.0.1:10', apiKey: TEST_API_KEY },
+      { id: 'beta-2', baseUrl: 'http://127.0.0.1:10', apiKey: TEST_API_KEY, operations: { run_steer: true } },
     ],
   });
   afterAll(() => connector.close());
 
   const manifest = connector.manifest();
   const capabilities = connector.capabilities();
-  const ids = ['alpha', 'beta-2'].flatMap((endpoint) => OPERATION_NAMES.map((op) => `cap:hermes_agent:${endpoint}:${op}`));
+  // alpha publishes the five; beta-2 opted into run_steer as well.
+  const ids = [
+    ...OPERATION_NAMES.filter((op) => op !== 'run_steer').map((op) => `cap:hermes_agent:alpha:${op}`),
+    ...OPERATION_NAMES.map((op) => `cap:hermes_agent:beta-2:${op}`),
+  ];
 
   it('the manifest validates against aip/manifest.schema.json', () => {
     const validate = catalog.validator('aip/manifest.schema.json');
@@ -349,12 +345,13 @@ describe('manifest and capabilities of a two-endpoint connector', () => {
     for (const capability of capabilities) expect(validate(capability), `${capability.id}: ${JSON.stringify(validate.errors)}`).toBe(true);
   });
 
-  it('lists exactly cap:hermes_agent:<endpoint>:<op>, five per endpoint, in manifest and capabilities()', () => {
+  it('lists exactly cap:hermes_agent:<endpoint>:<op>, five per endpoint and six with run_steer, in manifest and capabilities()', () => {
     expect(capabilities.map((c) => c.id).sort()).toEqual([...ids].sort());
     expect(manifest.capabilities.map((c) => c.id).sort()).toEqual([...ids].sort());
     for (const id of ids) expect(connector.capability(id)?.id).toBe(id);
     expect(connector.capability('cap:hermes_agent:gamma:run_start')).toBeUndefined();
     expect(connector.capability('cap:hermes_agent:alpha:run_delete')).toBeUndefined();
+    expect(connector.capability('cap:hermes_agent:alpha:run_steer')).toBeUndefined();
   });
 
   it('binds each capability to its endpoint and Hermes route', () => {
@@ -419,13 +416,13 @@ describe('manifest and capabilities of a two-endpoint connector', () => {
         transaction: false,
         reconciliation: false,
         compensation: false,
-        approval: operation === 'run_approval' || operation === 'run_stop',
+        approval: operation === 'run_approval' || operation === 'run_stop' || operation === 'run_steer',
         credentials: false,
       });
     });
 
-    it('is the same for every endpoint', () => {
-      for (const operation of OPERATION_NAMES) {
+    it('is the same for every endpoint that publishes the operation', () => {
+      for (const operation of OPERATION_NAMES.filter((op) => op !== 'run_steer')) {
         expect(connector.implementationSupport(`cap:hermes_agent:alpha:${operation}`)).toStrictEqual(support(operation));
       }
     });
@@ -442,6 +439,10 @@ describe('manifest and capabilities of a two-endpoint connector', () => {
         approval: false,
         credentials: false,
       });
+    });
+
+    it('claims nothing for run_steer on an endpoint that did not opt into it', () => {
+      expect(connector.implementationSupport('cap:hermes_agent:alpha:run_steer')).toStrictEqual(connector.implementationSupport('run_start'));
     });
   });
 });

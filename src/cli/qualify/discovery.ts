@@ -25,15 +25,18 @@ const SEED_CAPABILITIES: Readonly<Record<OperationName, ExpectedCapability>> = {
   run_events: { method: 'GET', path: '/v1/runs/{run_id}/events', risk: 'low', approval: false, idempotency: 'optional', sideEffects: READ },
   run_approval: { method: 'POST', path: '/v1/runs/{run_id}/approval', risk: 'medium', approval: true, idempotency: 'required', sideEffects: MUTATION },
   run_stop: { method: 'POST', path: '/v1/runs/{run_id}/stop', risk: 'medium', approval: true, idempotency: 'required', sideEffects: MUTATION },
+  // Issue 32 (item 7), beyond the seed: published only for an endpoint configured with operations.run_steer.
+  run_steer: { method: 'POST', path: '/v1/runs/{run_id}/steer', risk: 'medium', approval: true, idempotency: 'required', sideEffects: MUTATION },
 };
 
 /**
  * (1) Discovery, as an outside caller sees it (the manifest and the capability lookup), exposes
- * exactly the five capability ids of the endpoint, each publishing what the seed's table says.
+ * exactly the capability ids configured for the endpoint (the five, and run_steer where it opted in),
+ * each publishing what the seed's table says.
  */
 export const discovery: Check = {
   id: 'discovery',
-  title: 'discovery exposes exactly the five expected capability IDs and contracts',
+  title: 'discovery exposes exactly the expected capability IDs (five, six with steer) and contracts',
   async run(session, evidence) {
     const manifest = session.connector.manifest();
     const validate = schemaCatalog().validator('aip/manifest.schema.json');
@@ -47,7 +50,7 @@ export const discovery: Check = {
     const prefix = `cap:hermes_agent:${session.endpoint.id}:`;
     const listed = manifest.capabilities.filter((capability) => capability.id.startsWith(prefix));
     const found = listed.map((capability) => capability.id);
-    const operations = Object.keys(SEED_CAPABILITIES) as OperationName[];
+    const operations = configuredOperations(session.endpoint.operations);
     const expected = operations.map((operation) => session.cap(operation));
     evidence['capability_ids'] = found;
     const missing = expected.filter((id) => !found.includes(id));
@@ -77,6 +80,12 @@ export const discovery: Check = {
     }
   },
 };
+
+/** The five operations every endpoint has, and each optional one its configuration turned on. */
+function configuredOperations(optional: { run_steer?: boolean } | undefined): OperationName[] {
+  const operations = Object.keys(SEED_CAPABILITIES) as OperationName[];
+  return operations.filter((operation) => operation !== 'run_steer' || optional?.run_steer === true);
+}
 
 /** The facts of a capability that the seed's table fixes, as the capability publishes them. */
 function publishedShape(capability: AipCapability): Record<string, unknown> {

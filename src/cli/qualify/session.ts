@@ -23,6 +23,11 @@ export interface QualifySettings {
   stepTimeoutMs: number;
   /** Pause between two status reads while following a run. */
   pollMs: number;
+  /**
+   * How long a run that should ask for approval may stay without a single event before the check
+   * fails it as stuck; a second run of a session silent for half of it is waiting for its turn.
+   */
+  silentRunMs: number;
   approvalPrompt: string;
   harmlessPrompt: string;
   /** Present only against the embedded simulator. */
@@ -160,7 +165,7 @@ export class EndpointSession {
    */
   async followStatus(
     runId: string,
-    accept: (status: string) => boolean,
+    accept: (status: string, record: Record<string, unknown>) => boolean,
     what: string,
     options: { failOnTerminal?: boolean; onEach?: () => Promise<void> } = {},
   ): Promise<StatusFollow> {
@@ -169,7 +174,7 @@ export class EndpointSession {
       const status = await this.readStatusBeforeDeadline(runId, what, seen);
       const value = String(status['status']);
       if (seen[seen.length - 1] !== value) seen.push(value);
-      if (accept(value)) return { status, seen };
+      if (accept(value, status)) return { status, seen };
       if (options.failOnTerminal && TERMINAL_STATUSES.has(value)) {
         throw new CheckFailed(`run ${runId} ended as ${value} before ${what} (statuses seen: ${seen.join(' → ')})`);
       }
