@@ -121,7 +121,8 @@ function buildManifest(config: ResolvedConfig, capabilities: readonly AipCapabil
       upstream_revision: HERMES_PINNED_REVISION,
       endpoints: config.endpoints.map((endpoint) => endpoint.id),
       tenant_bound_endpoints: config.endpoints.filter((endpoint) => endpoint.tenantId !== undefined).map((endpoint) => endpoint.id),
-      operations: [...OPERATION_NAMES],
+      // The operations some endpoint publishes: an opt-in one (run_steer) only where configured.
+      operations: OPERATION_NAMES.filter((operation) => config.endpoints.some((endpoint) => endpoint.operations.includes(operation))),
     },
   };
 }

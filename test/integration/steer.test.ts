@@ -27,6 +27,7 @@ describe('run_steer is published only where configured', () => {
     expect(h.connector.manifest().capabilities.map((capability) => capability.id)).toEqual(
       ['run_start', 'run_status', 'run_events', 'run_approval', 'run_stop'].map((operation) => h.cap(operation)),
     );
+    expect(h.connector.manifest().compatibility).toMatchObject({ operations: ['run_start', 'run_status', 'run_events', 'run_approval', 'run_stop'] });
     const result = await steer(h, UNKNOWN_RUN);
     expect(result.error?.code).toBe(`${PREFIX}unsupported_capability`);
     expect(steerRequests(h)).toEqual([]);
@@ -36,6 +37,7 @@ describe('run_steer is published only where configured', () => {
     const h = await harness();
     const capability = h.connector.capability(h.cap('run_steer'));
     expect(h.connector.manifest().capabilities).toHaveLength(6);
+    expect((h.connector.manifest().compatibility as { operations: string[] }).operations).toContain('run_steer');
     expect(capability).toMatchObject({ risk: 'medium', requires_human_approval: true });
     expect(capability?.bindings[0]).toMatchObject({ endpoint_id: ENDPOINT, operation: 'run_steer', method: 'POST', path: '/v1/runs/{run_id}/steer' });
     expect(capability?.contract).toMatchObject({ side_effects: ['read', 'write', 'external_network'], idempotency: { requirement: 'required' } });
