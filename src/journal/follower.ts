@@ -133,6 +133,7 @@ export class RunJournal {
       if (this.#totalBytes >= this.#deps.options.maxTotalBytes)
         return this.#end(key, lost, position.next - 1, { state: 'truncated', reason: 'max_total_bytes' });
       const outcome = await this.#readOnce(key, position);
+      await this.#recordReplayLoss(key, lost, position.next - 1, outcome.result);
       position = outcome.position;
       const close = this.#closeFor(outcome.result, outcome.stop);
       if (close === 'leave') return;
@@ -240,6 +241,14 @@ export class RunJournal {
       return undefined;
     }
     return code === undefined ? undefined : { state: 'abandoned', reason: code };
+  }
+
+  /** The events Hermes no longer kept when a read resumed (`replay.truncated`), each after the journal event it is missing behind. */
+  async #recordReplayLoss(key: JournalKey, lost: EventsLost[], lastBeforeRead: number, result: AipActionResult): Promise<void> {
+    for (const gap of (result.output as RunEventsOutput | undefined)?.events_lost ?? []) {
+      const seqs = `${gap.from_seq}..${gap.to_seq ?? '?'}`;
+      await this.#recordLoss(key, lost, lastBeforeRead + gap.after_events, `replay_truncated: Hermes no longer kept seq ${seqs}`);
+    }
   }
 
   async #recordLoss(key: JournalKey, lost: EventsLost[], afterSequence: number, reason: string): Promise<void> {
