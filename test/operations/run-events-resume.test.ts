@@ -60,6 +60,11 @@ function gaps(seqs: number[]): Array<[number, number]> {
 async function answerApproval(h: Harness, runId: string, nth: number): Promise<void> {
   const seen = () => [...h.chunks.values()].flat().filter((chunk) => chunk.kind === 'pending_approval').length;
   await eventually(() => seen() >= nth || undefined, `approval chunk ${nth} of run ${runId}`);
+  await postApproval(h, runId);
+}
+
+/** Answers the run's pending approval (deny). */
+async function postApproval(h: Harness, runId: string): Promise<void> {
   const response = await fetch(`${h.sim.url}/v1/runs/${runId}/approval`, {
     method: 'POST',
     headers: { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json' },
@@ -166,5 +171,67 @@ describe('without sequence numbers, today’s behaviour', () => {
     expect(output.text).toBe('before ');
     expect(resumptions(h)).toEqual(['']);
     expect(result.error?.message).not.toContain('resum');
+  });
+});
+
+describe.each(['later', 'v0.22'] as const)('a caller resumes with last_seq (%s)', (profile) => {
+  const profileHarness = harnessFactory({ simulator: { profile, streamLookupMs: 100 } });
+  const eventsAfter = (h: Harness, runId: string, lastSeq: number) =>
+    h.invoke({ capability_id: h.cap('run_events'), input: { run_id: runId, last_seq: lastSeq } });
+
+  it('gets exactly the events after its cursor, asked for with ?last_seq= and Last-Event-ID', async () => {
+    const h = await profileHarness();
+    const runId = await h.startRun({ input: 'hi', sim_script: [delta('a '), delta('b '), delta('c '), delta('d '), complete] });
+    const whole = await events(h, runId);
+    expect(whole.status, JSON.stringify(whole.error)).toBe('completed');
+    const all = seqs(whole.output as EventsOutput);
+    const cursor = all[1] as number;
+    const result = await eventsAfter(h, runId, cursor);
+    expect(result.status, JSON.stringify(result.error)).toBe('completed');
+    const output = result.output as EventsOutput;
+    expect(seqs(output)).toEqual(all.slice(2));
+    expect(output.text).toBe('c d ');
+    expect(output).not.toHaveProperty('events_lost');
+    const request = h.sim.requests.filter((each) => each.path.endsWith('/events')).at(-1);
+    expect(request?.rawPath.split('?')[1]).toBe(`last_seq=${cursor}`);
+    expect(request?.headers['last-event-id']).toBe(String(cursor));
+    const kinds = (h.chunks.get(result.action_id) ?? []).map((chunk) => chunk.kind);
+    expect(kinds).toHaveLength(all.length - 2);
+    expect(kinds.at(-1)).toBe('done');
+  });
+
+  it('after a cut stream, gets the events it missed and none it had, with a replay that no longer reaches back named', async () => {
+    const h = await profileHarness({ simulator: { profile, streamLookupMs: 100, replayRetainedEvents: 2 } });
+    const runId = await h.startRun({ input: 'hi', sim_script: [delta('one '), approval, delta('two '), delta('three '), delta('four '), complete] });
+    const cut = new AbortController();
+    const first = await h.invoke({ capability_id: h.cap('run_events'), input: { run_id: runId } }, { signal: cut.signal, onChunk: () => cut.abort() });
+    const had = seqs(first.output as EventsOutput);
+    expect(had).toHaveLength(1);
+    await eventually(() => h.sim.run(runId)?.status === 'waiting_for_approval' || undefined, `run ${runId} waiting for its approval`);
+    await postApproval(h, runId);
+    await eventually(() => h.sim.run(runId)?.status === 'completed' || undefined, `run ${runId} completed`);
+    const result = await eventsAfter(h, runId, had[0] as number);
+    expect(result.status, JSON.stringify(result.error)).toBe('completed');
+    const output = result.output as EventsOutput;
+    const read = seqs(output);
+    const missing = emitted(h, runId).filter((seq) => seq > (had[0] as number) && !read.includes(seq));
+    expect(read.every((seq) => seq > (had[0] as number))).toBe(true);
+    expect(output.events_lost).toEqual(
+      gaps(missing).map(([from, to]) => ({ from_seq: from, to_seq: to, after_events: read.filter((seq) => seq < from).length, reason: 'replay_truncated' })),
+    );
+    expect(missing.length).toBeGreaterThan(0);
+    expect(output.terminal_event).toBe('run.completed');
+  });
+});
+
+describe('a caller’s cursor where Hermes does not number its events', () => {
+  it('v0.20: resume_unsupported before any event is published', async () => {
+    const h = await harness({ simulator: { profile: 'v0.20', streamLookupMs: 100 } });
+    const runId = await h.startRun({ input: 'hi', sim_script: [delta('unnumbered '), approval, complete] });
+    const result = await h.invoke({ capability_id: h.cap('run_events'), input: { run_id: runId, last_seq: 0 } });
+    expect(result.error?.code).toBe(`${PREFIX}resume_unsupported`);
+    expect(result.error?.message).toContain('without a number');
+    expect((h.chunks.get(result.action_id) ?? []).map((chunk) => chunk.kind)).toEqual(['error']);
+    expect((result.output as EventsOutput | undefined)?.events ?? []).toEqual([]);
   });
 });
