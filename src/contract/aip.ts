@@ -77,6 +77,14 @@ export interface HermesSseEvent {
   id?: string;
 }
 
+/** Events Hermes no longer kept when a read asked for them: its `seq` from `from_seq` to `to_seq` (null: Hermes did not say), after the result's first `after_events`. */
+export interface EventsLostRange {
+  from_seq: number;
+  to_seq: number | null;
+  after_events: number;
+  reason: 'replay_truncated';
+}
+
 export interface RunEventsOutput {
   endpoint_id: string;
   operation: 'run_events';
@@ -95,7 +103,7 @@ export interface RunEventsOutput {
    * (`replay.truncated`): Hermes' `seq` from `from_seq` to `to_seq` (null: Hermes did not say), missing
    * after the result's first `after_events` events. The kept events after them were read.
    */
-  events_lost?: Array<{ from_seq: number; to_seq: number | null; after_events: number; reason: 'replay_truncated' }>;
+  events_lost?: EventsLostRange[];
   reconciliation?: { http_status: number | null; status?: Record<string, unknown>; error_code?: string };
   /** Read from the run journal: its state, its last sequence, the gaps it recorded and why it closed. */
   journal?: {

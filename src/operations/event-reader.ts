@@ -11,7 +11,7 @@ import { TERMINAL_EVENTS } from '../contract/hermes-vocabulary.js';
 import { schemaCatalog } from '../contract/schemas.js';
 import { redactText } from '../internal/secret.js';
 import { isSseDone, type SseItem } from '../transport/sse.js';
-import type { HermesSseEvent, RunEventsOutput } from '../types.js';
+import type { EventsLostRange, HermesSseEvent, RunEventsOutput } from '../types.js';
 import type { StreamTrace } from '../telemetry.js';
 import type { OperationCall, OperationOutcome } from './operation.js';
 import { runStatus } from './run-status.js';
@@ -31,11 +31,12 @@ const IDLE_TIMEOUT_CODE = 'UND_ERR_BODY_TIMEOUT';
 /** How reading ended; `broken` is a connection that failed mid-body, which is as incomplete as a clean close. */
 export type StreamEnd = { kind: 'terminal' | 'truncated' | 'closed' } | { kind: 'broken'; transportCode: string | undefined };
 
-/** A reader that starts after the caller's `last_seq`, else after a taken-over journal's last Hermes `seq`, else at Hermes' first event. */
+/** A reader that starts after the caller's `last_seq` (a taken-over journal's follower passes its last Hermes `seq`), else at Hermes' first event. */
 export function newReader(call: OperationCall<RunEventsInput>, output: RunEventsOutput, scope: CallScope, trace: StreamTrace): StreamReader {
-  const cursor = call.input.last_seq ?? call.resumeAfterSeq;
+  const cursor = call.input.last_seq;
   return {
     runId: call.input.run_id,
+    onEventsLost: call.onEventsLost,
     publisher: call.publisher,
     output,
     text: [],
@@ -66,6 +67,7 @@ export async function takeAll(call: OperationCall<RunEventsInput>, reader: Strea
 /** What the per-event loop needs, kept apart from the async reader so that the loop is a small synchronous function. */
 export interface StreamReader {
   readonly runId: string;
+  readonly onEventsLost: OperationCall<RunEventsInput>['onEventsLost'];
   readonly publisher: OperationCall<RunEventsInput>['publisher'];
   readonly output: RunEventsOutput;
   readonly text: string[];
@@ -102,6 +104,7 @@ function takeItems(items: SseItem[], reader: StreamReader): StreamEnd | undefine
     if (isSseDone(item)) return CLOSED;
     if (item.event === 'replay.truncated') {
       noteLoss(item, reader);
+      if (reader.published) return undefined;
       continue;
     }
     if (alreadyRead(item, reader)) continue;
@@ -157,8 +160,10 @@ function noteLoss(marker: HermesSseEvent, reader: StreamReader): void {
   const oldest = marker.data['oldest_retained_seq'] ?? marker.data['oldest_seq'];
   const known = typeof oldest === 'number' && Number.isSafeInteger(oldest);
   if (known && oldest <= from) return;
-  const lost = { from_seq: from, to_seq: known ? oldest - 1 : null, after_events: reader.output.events.length, reason: 'replay_truncated' as const };
+  const lost: EventsLostRange = { from_seq: from, to_seq: known ? oldest - 1 : null, after_events: reader.output.events.length, reason: 'replay_truncated' };
   (reader.output.events_lost ??= []).push(lost);
+  // Awaited like a publication, so that a journal records the gap before the events after it.
+  reader.published = reader.onEventsLost?.(lost);
 }
 
 const SSE_ID_NUMBER = /^\d{1,15}$/;

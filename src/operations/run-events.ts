@@ -99,10 +99,7 @@ async function openStream(
   cursor: number | undefined,
 ): Promise<ProviderResponse> {
   const { endpoint, config } = call;
-  const request =
-    cursor === undefined
-      ? { path, headers }
-      : { path: `${path}?last_seq=${cursor}`, headers: { ...headers, 'last-event-id': String(cursor) } };
+  const request = cursor === undefined ? { path, headers } : { path: `${path}?last_seq=${cursor}`, headers: { ...headers, 'last-event-id': String(cursor) } };
   const response = await sendRequest(
     call.pools.targetFor(endpoint),
     { method: 'GET', ...request, headersTimeoutMs: SSE_HEADERS_TIMEOUT_MS, bodyTimeoutMs: config.limits.sseIdleTimeoutMs },

@@ -980,7 +980,10 @@ describe('stream outcomes (connector)', () => {
 describe('no message or detail carries a provider body, a header value or the API key', () => {
   it('resume_unsupported: last_seq against a Hermes whose events carry no number (0.20.1)', async () => {
     const h = await harness({ simulator: { profile: 'v0.20', streamLookupMs: 100 } });
-    const runId = await h.startRun({ input: 'hi', sim_script: [{ type: 'delta', text: 'unnumbered' }, { type: 'approval', command: 'ls' }, { type: 'complete' }] });
+    const runId = await h.startRun({
+      input: 'hi',
+      sim_script: [{ type: 'delta', text: 'unnumbered' }, { type: 'approval', command: 'ls' }, { type: 'complete' }],
+    });
     const { result, requests } = await counted(h, () => h.invoke({ capability_id: h.cap('run_events'), input: { run_id: runId, last_seq: 3 } }));
     expectError(result, {
       code: 'resume_unsupported',
