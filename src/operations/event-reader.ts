@@ -161,7 +161,7 @@ function noteLoss(marker: HermesSseEvent, reader: StreamReader): void {
   const known = typeof oldest === 'number' && Number.isSafeInteger(oldest);
   if (known && oldest <= from) return;
   const lost: EventsLostRange = { from_seq: from, to_seq: known ? oldest - 1 : null, after_events: reader.output.events.length, reason: 'replay_truncated' };
-  (reader.output.events_lost ??= []).push(lost);
+  reader.output.events_lost = [...(reader.output.events_lost ?? []), lost];
   // Awaited like a publication, so that a journal records the gap before the events after it.
   reader.published = reader.onEventsLost?.(lost);
 }

@@ -34,7 +34,7 @@ const harness = harnessFactory({ simulator: { streamLookupMs: 100 } });
 const output = (result: AipActionResult) => result.output as RunEventsOutput;
 const names = (result: AipActionResult) => output(result).events.map((event) => event.event);
 const simulatedNames = (h: Harness, runId: string) => (h.sim.run(runId)?.events ?? []).map((event) => event['event']);
-const simulatedSeqs = (h: Harness, runId: string) => (h.sim.run(runId)?.events ?? []).map((event) => event['seq']);
+const simulatedSeqs = (h: Harness, runId: string) => (h.sim.run(runId)?.events ?? []).map((event) => event['seq'] as number);
 
 /** Deltas, a pause long enough for readers and takeovers to join while the run goes on, then the end. */
 const slowScript = (pauseMs = 1500) => [
