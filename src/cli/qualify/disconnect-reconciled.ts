@@ -9,6 +9,8 @@ const NOT_FOUND = errorCode('not_found');
 const SETTLE_MS = 250;
 /** One second subscription waits at most this long before it is given up and tried again. */
 const ATTEMPT_MS = 5_000;
+/** How long a resumed read of the still-active run is followed: the events missed by then are judged. */
+const RESUME_MS = 2_000;
 
 /**
  * (7) A stream cut by its consumer after the first chunk: the connector must not report it as
@@ -85,7 +87,7 @@ function interpretation(journal: boolean, cursor: number | undefined): string {
  * a gap only where `events_lost` names it, and no claim of completion without the terminal event.
  */
 async function resumeAfter(session: EndpointSession, runId: string, delivered: HermesSseEvent[], cursor: number, evidence: CheckEvidence): Promise<void> {
-  const resumed = await session.invoke('run_events', { run_id: runId, last_seq: cursor }, { deadline: Math.min(session.deadline, Date.now() + ATTEMPT_MS) });
+  const resumed = await session.invoke('run_events', { run_id: runId, last_seq: cursor }, { deadline: Math.min(session.deadline, Date.now() + RESUME_MS) });
   const output = resumed.output as RunEventsOutput | undefined;
   const events = output?.events ?? [];
   evidence['resumed'] = {
@@ -96,7 +98,8 @@ async function resumeAfter(session: EndpointSession, runId: string, delivered: H
     events_lost: output?.events_lost ?? [],
   };
   if (!output) throw new CheckFailed(`resuming run ${runId} after seq ${cursor} read no stream: ${describeResult(resumed)}`);
-  if (resumed.status === 'completed' && output.terminal !== true) throw new CheckFailed(`resuming run ${runId} was reported completed without a terminal event`);
+  if (resumed.status === 'completed' && output.terminal !== true)
+    throw new CheckFailed(`resuming run ${runId} was reported completed without a terminal event`);
   const problem = resumptionProblem(cursor, delivered, output);
   if (problem !== undefined) throw new CheckFailed(`resuming run ${runId} after seq ${cursor}: ${problem}`);
 }
