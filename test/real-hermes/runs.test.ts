@@ -158,7 +158,7 @@ describeEachRelease('real Hermes %s', { timeout: SCENARIO_TIMEOUT_MS }, (version
     endpoint.proxy.cutNextStreamAfterFirstFrame();
     // Where the read resumes, the run reaches its approval within it: denied as it comes.
     const { events, output, reaction } = await readEvents(runId, { kind: 'pending_approval', act: () => answer(runId, 'deny') });
-    expect(output?.events[0]?.event, JSON.stringify(events)).toBe('tool.started');
+    expect(output?.events[0]?.event, JSON.stringify(events.error)).toBe('tool.started');
     const seqs = output.events.map((event) => event.data['seq']);
 
     if (typeof seqs[0] === 'number') {
