@@ -54,6 +54,11 @@ function expectError(result: AipActionResult, expected: Expected): void {
   expect(JSON.stringify(result)).not.toContain(API_KEY);
 }
 
+/** A run_events failure the connector decided from the stream itself: never retryable, no provider status or code. */
+function expectRunEventsFailure(result: AipActionResult, code: string, category = 'connector'): void {
+  expectError(result, { code, category, retryable: false, uncertain: false, remote_status: undefined, provider_code: undefined, operation: 'run_events' });
+}
+
 /** Runs `call` and returns its result with the number of requests the simulator received meanwhile. */
 async function counted(h: Harness, call: () => Promise<AipActionResult>): Promise<{ result: AipActionResult; requests: number }> {
   const before = h.sim.requests.length;
@@ -865,15 +870,7 @@ describe('stream outcomes (connector)', () => {
       ],
     });
     const { result, requests } = await counted(h, () => h.invoke({ capability_id: h.cap('run_events'), input: { run_id: runId } }));
-    expectError(result, {
-      code: 'stream_failed',
-      category: 'connector',
-      retryable: false,
-      uncertain: false,
-      remote_status: undefined,
-      provider_code: undefined,
-      operation: 'run_events',
-    });
+    expectRunEventsFailure(result, 'stream_failed');
     expect(requests).toBe(1);
     const output = result.output as { terminal: boolean; terminal_event: string; text: string; events: Array<{ event: string }> };
     expect(output.terminal).toBe(true);
@@ -889,15 +886,7 @@ describe('stream outcomes (connector)', () => {
     const h = await harness({ simulator: { profile: 'later' } });
     const runId = await h.startRun({ input: 'hi', sim_script: [{ type: 'delta', text: 'half' }, { type: 'interrupted' }] });
     const { result, requests } = await counted(h, () => h.invoke({ capability_id: h.cap('run_events'), input: { run_id: runId } }));
-    expectError(result, {
-      code: 'run_interrupted',
-      category: 'connector',
-      retryable: false,
-      uncertain: false,
-      remote_status: undefined,
-      provider_code: undefined,
-      operation: 'run_events',
-    });
+    expectRunEventsFailure(result, 'run_interrupted');
     expect(requests).toBe(1);
     expect(result.error?.message).toContain('may have acted');
     const output = result.output as { terminal: boolean; terminal_event: string; text: string; reconciliation?: unknown };
@@ -913,15 +902,7 @@ describe('stream outcomes (connector)', () => {
     const steps = [1, 2, 3, 4, 5].map((n) => ({ type: 'delta', text: `d${n} ` }));
     const runId = await h.startRun({ input: 'hi', sim_script: [...steps, { type: 'complete', output: 'done' }] });
     const { result, requests } = await counted(h, () => h.invoke({ capability_id: h.cap('run_events'), input: { run_id: runId, max_events: 2 } }));
-    expectError(result, {
-      code: 'stream_truncated',
-      category: 'connector',
-      retryable: false,
-      uncertain: false,
-      remote_status: undefined,
-      provider_code: undefined,
-      operation: 'run_events',
-    });
+    expectRunEventsFailure(result, 'stream_truncated');
     expect(requests).toBe(1);
     const output = result.output as { truncated: boolean; terminal: boolean; events: unknown[]; text: string };
     expect(output.truncated).toBe(true);
@@ -953,15 +934,7 @@ describe('stream outcomes (connector)', () => {
     };
     const before = h.sim.requests.length;
     const result = await h.invoke({ capability_id: h.cap('run_events'), input: { run_id: runId } }, { onChunk });
-    expectError(result, {
-      code: 'stream_incomplete',
-      category: 'connector',
-      retryable: false,
-      uncertain: false,
-      remote_status: undefined,
-      provider_code: undefined,
-      operation: 'run_events',
-    });
+    expectRunEventsFailure(result, 'stream_incomplete');
     // events, the approval, and the reconciliation read
     expect(h.sim.requests.slice(before).map((request) => `${request.method} ${request.path}`)).toEqual([
       `GET /v1/runs/${runId}/events`,
@@ -985,15 +958,7 @@ describe('no message or detail carries a provider body, a header value or the AP
       sim_script: [{ type: 'delta', text: 'unnumbered' }, { type: 'approval', command: 'ls' }, { type: 'complete' }],
     });
     const { result, requests } = await counted(h, () => h.invoke({ capability_id: h.cap('run_events'), input: { run_id: runId, last_seq: 3 } }));
-    expectError(result, {
-      code: 'resume_unsupported',
-      category: 'permanent',
-      retryable: false,
-      uncertain: false,
-      remote_status: undefined,
-      provider_code: undefined,
-      operation: 'run_events',
-    });
+    expectRunEventsFailure(result, 'resume_unsupported', 'permanent');
     expect(requests).toBe(1);
     expect(result.error?.details?.['last_seq']).toBe(3);
     expect((h.chunks.get(result.action_id) ?? []).map((chunk) => chunk.kind)).toEqual(['error']);
