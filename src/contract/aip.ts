@@ -96,8 +96,8 @@ export interface RunEventsOutput {
   truncated?: boolean;
   /** How often a stream cut before its terminal event was reopened with `?last_seq=` (only when Hermes numbers its events). */
   resumed?: number;
-  /** Why resuming stopped and the stream was reconciled instead: `not_found` (a 404 on resume). */
-  resume_fallback?: 'not_found';
+  /** Why resuming stopped and the stream was reconciled instead: `not_found` (a 404 on resume) or `not_numbered` (the resumed stream sent an event without a number). */
+  resume_fallback?: 'not_found' | 'not_numbered';
   /**
    * Events Hermes no longer kept when the read (or one of its resumptions) asked for them
    * (`replay.truncated`): Hermes' `seq` from `from_seq` to `to_seq` (null: Hermes did not say), missing

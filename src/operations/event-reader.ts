@@ -107,7 +107,12 @@ function takeItems(items: SseItem[], reader: StreamReader): StreamEnd | undefine
       if (reader.published) return undefined;
       continue;
     }
-    if (alreadyRead(item, reader)) continue;
+    const seen = alreadyRead(item, reader);
+    if (seen === 'unnumbered') {
+      reader.output.resume_fallback = 'not_numbered';
+      return CLOSED;
+    }
+    if (seen) continue;
     const terminal = TERMINAL_EVENTS.has(item.event);
     record(output, item, reader.text, terminal);
     if (reader.trace.recording) reader.trace.event(item.event, output.events.length, terminal);
@@ -126,19 +131,23 @@ function takeItems(items: SseItem[], reader: StreamReader): StreamEnd | undefine
 }
 
 /**
- * Whether the event is one the reader (or its caller, by its cursor) has already: numbered at or
- * below the highest number read; otherwise remembers its number. A subscription from the start takes
- * an event without a number as it comes, as it always did; one that reads after a cursor cannot tell
- * a repeat from a new event without numbers, so it fails before publishing it.
+ * Whether a read after a cursor (the caller's, or its own resumption's) meets an event it or its
+ * caller has already: numbered at or below the highest number read; otherwise remembers the highest
+ * number. A subscription from the start takes every event as it comes, numbered or not, as it always
+ * did. A read after a cursor cannot tell a repeat from a new event without numbers: under the caller's
+ * cursor it fails before publishing it; in its own resumption it stops there (`unnumbered`), and the
+ * run is reconciled as a stream without numbers is.
  */
-function alreadyRead(event: HermesSseEvent, reader: StreamReader): boolean {
+function alreadyRead(event: HermesSseEvent, reader: StreamReader): boolean | 'unnumbered' {
   const seq = seqOf(event);
   if (seq === undefined) {
-    if (reader.resumedAfter !== undefined) throw unnumbered(event, reader);
-    return false;
+    if (reader.resumedAfter === undefined) return false;
+    if (reader.output.resumed === undefined) throw unnumbered(event, reader);
+    return 'unnumbered';
   }
-  if (reader.lastSeq !== undefined && seq <= reader.lastSeq) return true;
-  reader.lastSeq = seq;
+  const highest = reader.lastSeq ?? seq;
+  if (reader.resumedAfter !== undefined && seq <= highest) return true;
+  reader.lastSeq = Math.max(seq, highest);
   return false;
 }
 
@@ -267,6 +276,7 @@ function resumptionText(output: RunEventsOutput): string {
   const resumed = output.resumed === undefined ? '' : ` after ${output.resumed} resumption${output.resumed === 1 ? '' : 's'} with ?last_seq=`;
   const lost = output.events_lost === undefined ? '' : ` (Hermes' replay no longer reached back: replay.truncated, see events_lost)`;
   if (output.resume_fallback === 'not_found') return `${resumed}${lost} (Hermes answered 404 to the resumption)`;
+  if (output.resume_fallback === 'not_numbered') return `${resumed}${lost} (the resumed stream sent an event without a number)`;
   return resumed + lost;
 }
 

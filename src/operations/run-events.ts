@@ -113,8 +113,8 @@ async function openStream(
 /**
  * A stream cut before its terminal event, from a Hermes that numbers its events (`seq`, SSE `id:`),
  * is reopened after the last one read, at most MAX_RESUMPTIONS times and within the call's deadline
- * (the scope). A 404 ends resuming: the run is then reconciled through its status, as a stream
- * without numbers is. (Events Hermes no longer keeps are in `events_lost`, and reading goes on.)
+ * (the scope). A 404, or a resumed stream whose events turn out unnumbered, ends resuming: the run
+ * is then reconciled through its status, as a stream without numbers is. (Events Hermes no longer keeps are in `events_lost`, and reading goes on.)
  */
 async function resume(
   call: OperationCall<RunEventsInput>,
@@ -125,7 +125,12 @@ async function resume(
 ): Promise<StreamEnd> {
   const { output } = reader;
   let end = first;
-  while ((end.kind === 'closed' || end.kind === 'broken') && reader.lastSeq !== undefined && (output.resumed ?? 0) < MAX_RESUMPTIONS) {
+  while (
+    (end.kind === 'closed' || end.kind === 'broken') &&
+    reader.lastSeq !== undefined &&
+    output.resume_fallback === undefined &&
+    (output.resumed ?? 0) < MAX_RESUMPTIONS
+  ) {
     output.resumed = (output.resumed ?? 0) + 1;
     reader.resumedAfter = reader.lastSeq;
     let response: ProviderResponse;

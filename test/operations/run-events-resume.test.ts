@@ -159,6 +159,27 @@ describe.each(['later', 'v0.22'] as const)('a cut stream resumes after its last 
   });
 });
 
+describe('a resumption whose stream turns out unnumbered', () => {
+  it('stops resuming and reconciles, without publishing the unnumbered event', async () => {
+    const h = await harness({ simulator: { profile: 'later', streamLookupMs: 100 } });
+    const runId = await h.startRun({ input: 'hi', sim_script: [delta('before '), ...heldCut, delta('after '), approval, complete] });
+    const reading = events(h, runId);
+    await eventually(() => [...h.chunks.values()].flat().some((chunk) => chunk.kind === 'pending_approval') || undefined, 'the first approval chunk');
+    h.sim.injectFault({
+      route: 'events',
+      response: { status: 200, headers: { 'content-type': 'text/event-stream' }, body: 'data: {"event": "message.delta", "delta": "unnumbered"}\n\n' },
+    });
+    await answerApproval(h, runId, 1);
+    const result = await reading;
+    expect(result.error?.code).toBe(`${PREFIX}stream_incomplete`);
+    const output = result.output as EventsOutput;
+    expect(output).toMatchObject({ resumed: 1, resume_fallback: 'not_numbered', text: 'before ' });
+    expect(output.events.every((event) => typeof event.data['seq'] === 'number')).toBe(true);
+    expect(result.error?.message).toContain('without a number');
+    expect(output.reconciliation?.http_status).toBe(200);
+  });
+});
+
 describe('without sequence numbers, today’s behaviour', () => {
   it('v0.20 (no seq): a cut stream is not resumed, only reconciled', async () => {
     const h = await harness({ simulator: { profile: 'v0.20', streamLookupMs: 100 } });
