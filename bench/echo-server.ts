@@ -1,27 +1,29 @@
 /**
- * The host bench's wire floor: a node:http server in its own process that reads each POST body
- * and answers a fixed body of the size the host answers, doing nothing else. Its CPU per request
- * is what being reached over HTTP costs a remote host before it does any work.
+ * The host bench's wire floor: a node:http server in the bench process, as the host's server is, that
+ * reads each POST body and answers a fixed body of the size the host answers, doing nothing else. Its
+ * CPU per request is what being reached over HTTP costs a host before it does any work.
  */
 import { createServer } from 'node:http';
-import { fileURLToPath } from 'node:url';
-import { forkServer } from './ledger-server.js';
+import type { AddressInfo } from 'node:net';
 
-export const startEchoServer = (answerBytes: number) => forkServer(fileURLToPath(import.meta.url), `--echo-server=${answerBytes}`);
+export interface EchoServer {
+  readonly origin: string;
+  close(): Promise<void>;
+}
 
-function serve(answerBytes: number): void {
+export async function startEchoServer(answerBytes: number): Promise<EchoServer> {
   const answer = Buffer.alloc(answerBytes, 'x');
   const server = createServer({ keepAliveTimeout: 30_000 }, (req, res) => {
     req.resume();
     req.once('end', () => res.writeHead(200, { 'content-type': 'application/json', 'content-length': answer.length }).end(answer));
   });
-  process.on('disconnect', () => process.exit(0));
-  server.listen(0, '127.0.0.1', () => {
-    const address = server.address();
-    if (address === null || typeof address === 'string') throw new Error('unexpected server address');
-    process.send?.({ port: address.port });
-  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () =>
+      new Promise((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
 }
-
-const flag = process.argv[2]?.match(/^--echo-server=(\d+)$/);
-if (flag) serve(Number(flag[1]));

@@ -100,7 +100,7 @@ async function main(): Promise<number> {
   // The simulator in this process: the journal's followers against reading Hermes directly.
   if (runs('journal')) sections.push(await section('Run event journal', () => benchJournal(settings, log)));
   if (runs('scale')) sections.push(await section('Scale', () => benchScale(settings, log)));
-  // The built `hermes-aip host` as a child process, driven over loopback by the runtime double.
+  // The built host in this process, driven over loopback by the runtime double in a child process.
   if (runs('host')) sections.push(await section('AIP remote connector host', () => benchHost(settings, log)));
   // The same, under a flood of 4 MiB bodies with bad signatures: a fresh host per round.
   if (runs('hostile')) sections.push(await section('AIP host under hostile load', () => benchHostile(settings, log)));
@@ -121,7 +121,7 @@ async function main(): Promise<number> {
     journal:
       'journal on against off on the in-process simulator: one long stream, and many runs followed at once (CPU, heap, appends per event); SQLite, and PostgreSQL with HERMES_TEST_PG_URL',
     scale: `${SCALE_STREAMS} run_events streams over ${SCALE_ENDPOINTS} endpoints (one origin and pool each), held idle, then released`,
-    host: 'run_status through the built hermes-aip host (child process, SQLite ledger) driven by test/helpers/aip-runtime; host CPU from /proc; Ed25519 pair timed in the bench process',
+    host: "run_status through the built host (openHost, SQLite ledger) in the bench process, driven by test/helpers/aip-runtime in a child process; the host's CPU is the bench process's; wire floor, replay claim and Ed25519 pair in the bench process, same rounds",
     hostile:
       'a fresh built hermes-aip host per round (--trace-gc): valid run_status idle, 4 MiB bad-signature bodies one by one, then 100 at once with valid actions sent meanwhile (5 s timeout, no retry); host CPU from /proc, heap peaks from --trace-gc',
   });

@@ -181,6 +181,7 @@ config_args=(
   --config.workingdir /app
   --config.env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
   --config.env NODE_ENV=production
+  --config.env "HERMES_AIP_REVISION=$revision"
   --config.entrypoint /usr/bin/node --config.entrypoint /app/dist/cli/main.js
   --config.cmd host
   --config.exposedports 8081/tcp

@@ -313,12 +313,20 @@ function dispatchOnce(deps: PipelineDeps, admitted: AdmittedAction): Promise<Aip
         return refusal ? { result: fail(refusal) } : dispatch(deps, admitted, LEAVE_EVIDENCE_TO_GUARD);
       },
       fail,
+      resendsAbandoned: resendsOn(deps, admitted),
     })
     .catch((error: unknown) => {
       // Only the ledger throws here, and only before the provider call: fail closed, nothing was sent.
       admitted.logger.error({ err: errorName(error) }, 'run ledger unavailable');
       return fail(new HermesFailure('ledger_unavailable', 'The run ledger could not be reached; the action was not sent'));
     });
+}
+
+/** Whether the endpoint, as it declares itself now, lets the operation send an abandoned call again (undefined: the operation never may). */
+function resendsOn(deps: PipelineDeps, { entry, context }: AdmittedAction): (() => Promise<boolean>) | undefined {
+  const resendable = OPERATIONS[entry.operation].resendableOn;
+  if (!resendable) return undefined;
+  return async () => resendable(await deps.offers.current(entry.endpoint, context.signal));
 }
 
 /**

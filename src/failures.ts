@@ -22,6 +22,7 @@ export const FAILURE_CATALOGUE = {
   authentication: { category: 'auth', providerCalled: 'yes' },
   not_found: { category: 'permanent', providerCalled: 'yes' },
   conflict: { category: 'permanent', providerCalled: 'yes' },
+  provider_idempotency_conflict: { category: 'permanent', providerCalled: 'yes' },
   rate_limited: { category: 'temporary', providerCalled: 'yes' },
   draining: { category: 'temporary', providerCalled: 'yes' },
   remote_rejected: { category: 'permanent', providerCalled: 'yes' },
@@ -136,6 +137,10 @@ export function failureFromHttpStatus(status: number, endpointId: string, provid
   if (status === 401 || status === 403) return new HermesFailure('authentication', `${answered}: the endpoint credential was refused`, init);
   if (status === 404)
     return new HermesFailure('not_found', `${answered}: the run is not known to this Hermes process (unknown id, retention expiry or restart)`, init);
+  if (status === 409 && providerCode === 'idempotency_key_conflict') {
+    // Hermes (0.22 and later) holds the derived key for another request body and refused before acting.
+    return new HermesFailure('provider_idempotency_conflict', `${answered}: Hermes holds this idempotency key for a different request`, init);
+  }
   if (status === 409) return new HermesFailure('conflict', `${answered}: the run is not in a state that accepts this request`, init);
   if (status === 429) {
     // Hermes refuses at its concurrency gate before reading the body: nothing happened.

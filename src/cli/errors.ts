@@ -5,6 +5,8 @@ export const EXIT = {
   failed: 1,
   /** Bad arguments or configuration: nothing was attempted. */
   usage: 2,
+  /** `admission`: evidence missing or failed, so nothing was signed. */
+  refused: 3,
   /** Interrupted by SIGINT/SIGTERM. */
   interrupted: 130,
 } as const;

@@ -1,3 +1,4 @@
+import type { EndpointOffer } from '../index.js';
 import type { SimulatorProfile } from '../simulator/index.js';
 import type { ArtifactIdentities } from './identities.js';
 import type { CheckId } from './qualify/types.js';
@@ -35,11 +36,20 @@ export interface HermesIdentity {
   problem: string | null;
 }
 
+/** What the endpoint declared it offers (`GET /v1/capabilities`, read with its key before the checks). */
+export interface OfferRecord {
+  source: EndpointOffer['source'];
+  read_at: string;
+  durable_run_idempotency: EndpointOffer['durable_run_idempotency'];
+  run_steer: boolean;
+}
+
 export interface EndpointRecord {
   endpoint_id: string;
   display_name: string | null;
   base_url: string;
   hermes: HermesIdentity;
+  offer: OfferRecord;
   tenant_binding: string | null;
   /** First 12 hex digits of SHA-256 of the API key. */
   credential_revision: string;

@@ -12,6 +12,7 @@ Commands:
   fake-model Run a fake OpenAI-compatible model (for a real Hermes on loopback) until interrupted
   mcp        Serve the capabilities as MCP tools (stdio, or Streamable HTTP on 127.0.0.1)
   host       Serve the capabilities to an AIP runtime as a remote connector host (aip.native.http.v1)
+  admission  Build the signed AIP admission package for the host's image, from its evidence
 
 Configuration (manifest, invoke, qualify, conformance, mcp, host):
   --config FILE   { "endpoints": [ { "id", "baseUrl", "apiKeyFile" | "apiKeyEnv", "tenantId"?, "displayName"? } ] }
@@ -24,7 +25,8 @@ Configuration (manifest, invoke, qualify, conformance, mcp, host):
   Run event journal (optional; needs that ledger): the config file's "journal": {} or with settings
   such as { "followersPerEndpoint": 32 }; run_events then reads every run's events from the ledger.
 
-Exit codes: 0 success; 1 a failed invocation or qualification; 2 bad arguments or configuration; 130 interrupted.
+Exit codes: 0 success; 1 a failed invocation or qualification; 2 bad arguments or configuration;
+  3 admission refused (evidence missing or failed, nothing signed); 130 interrupted.
 
 Run "hermes-aip <command> --help" for a command's options.
 `;
@@ -192,4 +194,69 @@ Options:
   --config FILE   Endpoints file (default: HERMES_BASE_URL and HERMES_API_KEY)
   --print-did     Print the host's did:key (needs only AIP_CONNECTOR_HOST_SIGNING_SEED_FILE) and exit
   -h, --help      Show this help
+`;
+
+export const ADMISSION_HELP = `Usage: hermes-aip admission --coordinates FILE --manifest FILE --signers FILE --out FILE [evidence options]
+       hermes-aip admission sign-image --seed-file FILE [--image DIR | --image-digest DIGEST] --out FILE
+
+Builds the signed aip.connector-admission/v1 package an AIP deployment admits the host's OCI image
+with (getaip connector registry apply --package FILE --trust-policy FILE): the image digest, the
+manifest a replica serves and its digest, the connector type, version, instances, tenant bindings
+(every capability, for each instance's tenant) and pre-provisioned replicas, and seven evidence
+statements (aip.connector-evidence/v1), each signed by its own key:
+  oci_signature  verified: --image-signature (made by sign-image) verifies for --image-signer
+  sbom           verified: CycloneDX, metadata.component's SHA-256 is the image digest
+  provenance     verified: in-toto SLSA v1, subject the image digest, this SBOM a byproduct
+  conformance    passed:   hermes-aip conformance's conformance.json, passed, this version, the
+                           provenance's commit, clean tree
+  vulnerability  passed:   an npm audit --json report under 24 hours old, none at or above --audit-level
+  license        passed:   every SBOM component's licenses within --license-policy
+  revocation     passed:   neither the image digest nor any signer key in --revocation-list (under 24 h old)
+Evidence that is missing or failed is never signed: the command lists every family, then refuses
+with exit 3 and writes nothing.
+
+Files:
+  --coordinates FILE   { "package_id", "revision", "connector_type": { "id": "ctype_…", "name", "owner" },
+                         "version": { "id": "cver_…", "version"?, "status"?: "active"|"admitted",
+                                      "sdk_version_requirement"?: "^2.1" },
+                         "instances": [ { "id": "cinst_…", "tenant_id", "secret_provider_ref",
+                                          "config_revision"?, "credential_revision_ref"? } ],
+                         "replicas": [ { "id": "crepl_…", "instance_id", "endpoint": "https://…/aip/v1/messages",
+                                         "peer_did": "<hermes-aip host --print-did>", "capacity"?, "topology"? } ] }
+  --manifest FILE      What a replica serves at GET /aip/v1/manifest (curl -fsS …/aip/v1/manifest)
+  --signers FILE       { "package" | "<family>": { "seed_file": "<owner-only, 64 hex>", "identity": "…" } }
+                       for the package and all seven families; eight distinct keys. Relative
+                       seed files are resolved against the signers file's folder.
+
+Options:
+  --image DIR              Where npm run image wrote digest, sbom.cdx.json, provenance.intoto.json
+                           (default build/image)
+  --image-digest DIGEST    The image digest, instead of DIR/digest
+  --sbom FILE              Instead of DIR/sbom.cdx.json
+  --provenance FILE        Instead of DIR/provenance.intoto.json
+  --image-signature FILE   The detached image signature sign-image wrote
+  --image-signer DID       The did:key trusted to sign images
+  --conformance FILE       conformance.json from hermes-aip conformance --out DIR
+  --audit FILE             npm audit --omit=dev --json output, run at this commit
+  --audit-level LEVEL      info, low (default), moderate, high or critical: the lowest that fails
+  --license-policy FILE    { "licenses": [ "MIT", … ], "accept_components"?: [ { "purl", "reason" } ] }
+  --revocation-list FILE   { "source", "checked_at", "revoked_artifact_digests": [], "revoked_signer_dids": [] }
+  --valid-hours N          How long the package and statements are valid (default 24, at most 720)
+  --out FILE               Where to write the signed package
+  --trust-policy-out FILE  Also write an AdmissionTrustPolicy naming these signers (to review)
+  -h, --help               Show this help
+`;
+
+export const ADMISSION_SIGN_IMAGE_HELP = `Usage: hermes-aip admission sign-image --seed-file FILE [--image DIR | --image-digest DIGEST] --out FILE
+
+Signs the image digest with the Ed25519 key of an owner-only seed file (64 hex digits) and writes a
+detached signature (hermes-aip.image-signature/v1). hermes-aip admission verifies it for the
+oci_signature statement; a registry or container engine does not read this format.
+
+Options:
+  --seed-file FILE       The image signer's seed (owner-only)
+  --image DIR            Read the digest from DIR/digest (default build/image)
+  --image-digest DIGEST  The image digest (sha256:…)
+  --out FILE             Where to write the signature
+  -h, --help             Show this help
 `;

@@ -35,7 +35,7 @@ export function contractsDigest(root: string = PACKAGE_ROOT): string {
   return `sha256:${sha256(canonicalJson(contracts))}`;
 }
 
-export function sha256(text: string): string {
+export function sha256(text: string | Uint8Array): string {
   return createHash('sha256').update(text).digest('hex');
 }
 

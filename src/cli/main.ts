@@ -5,7 +5,8 @@
  * the AIP conformance kit's thirteen behaviour checks, `simulate` runs the Hermes simulator,
  * `fake-model` an OpenAI-compatible fake model for running the real Hermes, `mcp` serves the
  * capabilities as MCP tools, `host` serves them to an AIP runtime as a remote connector host
- * (aip.native.http.v1). Every error is one line on stderr and a non-zero exit code.
+ * (aip.native.http.v1), `admission` builds the signed package an AIP deployment admits the host's image with.
+ * Every error is one line on stderr and a non-zero exit code.
  */
 import { PACKAGE_NAME, PACKAGE_VERSION } from '../internal/package-info.js';
 import { describeError, EXIT, UsageError } from './errors.js';
@@ -25,6 +26,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   'fake-model': async () => (await import('./fake-model.js')).fakeModelCommand,
   mcp: async () => (await import('../mcp/command.js')).mcpCommand,
   host: async () => (await import('../host/command.js')).hostCommand,
+  admission: async () => (await import('./admission/command.js')).admissionCommand,
 };
 
 async function main(argv: string[]): Promise<number> {

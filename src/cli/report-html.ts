@@ -104,6 +104,7 @@ ${identityTable('identities', [
   ['Display name', endpoint.display_name ?? '(none)'],
   ['Base URL', endpoint.base_url],
   ['Hermes version', hermesText(endpoint)],
+  ['Hermes declares', offerText(endpoint)],
   ['Tenant binding', endpoint.tenant_binding ?? '(not bound to a tenant)'],
   ['Credential revision', `${endpoint.credential_revision} (first 12 hex digits of SHA-256 of the key)`],
   ['Credential source', endpoint.credential_source],
@@ -133,6 +134,17 @@ function targetText(evidence: QualificationEvidence): string {
   const versions = [...new Set(evidence.endpoints.map((endpoint) => endpoint.hermes.version ?? 'version unknown'))].join(', ');
   if (evidence.target.kind === 'live') return `live Hermes ${versions}`;
   return `embedded Hermes simulator, profile ${evidence.target.simulator_profile ?? 'pin'} (${versions})`;
+}
+
+function offerText({ offer }: EndpointRecord): string {
+  if (offer.source !== 'capabilities')
+    return `nothing beyond the pinned runs API (GET /v1/capabilities ${offer.source === 'not_served' ? 'not served' : 'unreadable'})`;
+  const durable = offer.durable_run_idempotency;
+  const declared = [
+    durable === null ? undefined : `durable run idempotency${durable.retention_seconds === null ? '' : ` (${durable.retention_seconds} s)`}`,
+    offer.run_steer ? 'run steer' : undefined,
+  ].filter((feature) => feature !== undefined);
+  return `${declared.length === 0 ? 'no run features beyond the pin' : declared.join(', ')}, from GET /v1/capabilities`;
 }
 
 function hermesText(endpoint: EndpointRecord): string {

@@ -10,7 +10,7 @@ import {
   PACKAGE_NAME,
   PACKAGE_VERSION,
 } from '../internal/package-info.js';
-import { deepFreeze, schemaCatalog, type OperationSchemas } from './schemas.js';
+import { deepFreeze, schemaCatalog, type OperationDeclaration, type OperationSchemas } from './schemas.js';
 import { OPERATION_NAMES, type AipCapability, type AipManifest, type ImplementationSupport, type OperationName } from '../types.js';
 
 export interface CapabilityEntry {
@@ -128,16 +128,30 @@ function buildManifest(config: ResolvedConfig, capabilities: readonly AipCapabil
 
 /** What the connector really implements for a capability; unknown capabilities support nothing. */
 export function implementationSupport(entry: CapabilityEntry | undefined): ImplementationSupport {
-  const execution = entry?.schemas.declaration.contract.execution;
+  return entry === undefined ? NO_SUPPORT : operationSupport(entry.schemas.declaration);
+}
+
+const NO_SUPPORT: ImplementationSupport = Object.freeze({
+  invocation: false,
+  cancellation: false,
+  streaming: false,
+  retry: false,
+  transaction: false,
+  reconciliation: false,
+  compensation: false,
+  approval: false,
+  credentials: false,
+});
+
+/** What the connector implements for every capability of one operation, as its contract declares it. */
+export function operationSupport(declaration: OperationDeclaration): ImplementationSupport {
+  const { execution, approval } = declaration.contract;
   return {
-    invocation: entry !== undefined,
+    ...NO_SUPPORT,
+    invocation: true,
     cancellation: execution?.supports_cancel === true,
     streaming: execution?.supports_streaming === true,
     retry: execution?.supports_retry === true,
-    transaction: false,
-    reconciliation: false,
-    compensation: false,
-    approval: entry?.schemas.declaration.contract.approval?.required === true,
-    credentials: false,
+    approval: approval?.required === true,
   };
 }

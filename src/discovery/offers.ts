@@ -44,6 +44,12 @@ export class EndpointOffers {
     return reading;
   }
 
+  /** The endpoint's offer read afresh: before a request is sent again, the endpoint may have come back as another release. */
+  current(endpoint: ResolvedEndpoint, signal?: AbortSignal): Promise<EndpointOffer> {
+    this.forget(endpoint.id);
+    return this.of(endpoint, signal);
+  }
+
   /** Reads the declaration again at the endpoint's next use. */
   forget(endpointId: string): void {
     this.#offers.delete(endpointId);

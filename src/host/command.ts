@@ -5,6 +5,7 @@
  * `drain`, in-flight work given the drain timeout then cancelled), stops the server, sends
  * `offline`, and closes the connector and its ledger.
  */
+import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
 import { pino, type Logger } from 'pino';
 import type { Dispatcher } from 'undici';
@@ -21,6 +22,7 @@ import { type AuthenticationLane, createAuthenticationLane } from './lane.js';
 import { type CredentialVerdict, createMessageHandler, type MessageHandler } from './messages.js';
 import { HostStatus } from './metrics.js';
 import { outboundAgent } from './outbound.js';
+import { createPlatformMetrics, type PlatformMetrics, REVISION_VARIABLE } from './platform-metrics.js';
 import { createReadiness } from './readiness.js';
 import { createHostServer, type HostServer } from './server.js';
 import {
@@ -57,14 +59,46 @@ export async function hostCommand(args: string[]): Promise<number> {
     process.stdout.write(`${settingsOrUsage(() => loadSigningKey(process.env)).did}\n`);
     return EXIT.ok;
   }
-  const settings = settingsOrUsage(() => loadHostSettings(process.env));
-  const config = bindEndpointsToHostTenant(loadConfig(values.config, process.env), settings);
-  const { connector, ledger } = openConnector({ ...config, ledger: durableLedger(config, settings) });
   const logger = pino({ name: 'hermes-aip-host' }, pino.destination({ fd: 2, sync: true }));
+  const host = await openHost(process.env, values.config, logger);
   try {
-    return await serve(settings, config, connector, ledger, logger);
+    const terminated = termination();
+    await host.register();
+    await terminated;
+    return await host.shutdown();
   } finally {
-    await connector.close().catch((error: unknown) => logger.error({ err: (error as Error).message }, 'closing the connector and its ledger failed'));
+    await host.close();
+  }
+}
+
+/** A host listening on its bind address, not yet registered with the control plane. */
+export interface OpenHost {
+  readonly address: AddressInfo;
+  readonly principal: Principal;
+  readonly replicaId: string;
+  /** Registers with the control plane, starts the lease's heartbeats and logs that it listens. */
+  register(): Promise<void>;
+  /** Drains and stops serving (see `shutdown`); the exit code. */
+  shutdown(): Promise<number>;
+  /** Closes the platform metrics, the outbound client, the authentication lane, the connector and its ledger. */
+  close(): Promise<void>;
+}
+
+/**
+ * The host `hermes-aip host` serves, from its environment and config file (settings validated first:
+ * a bad one is a UsageError before anything opens). Exported so that the bench measures this very host in its own process.
+ */
+export async function openHost(env: NodeJS.ProcessEnv, configPath: string | undefined, logger: Logger): Promise<OpenHost> {
+  const settings = settingsOrUsage(() => loadHostSettings(env));
+  const config = bindEndpointsToHostTenant(loadConfig(configPath, env), settings);
+  const { connector, ledger } = openConnector({ ...config, ledger: durableLedger(config, settings) });
+  const closeConnector = () =>
+    connector.close().catch((error: unknown) => logger.error({ err: (error as Error).message }, 'closing the connector and its ledger failed'));
+  try {
+    return await listening(settings, config, connector, ledger, logger, closeConnector);
+  } catch (error) {
+    await closeConnector();
+    throw error;
   }
 }
 
@@ -109,7 +143,14 @@ interface Identity {
   readonly digest: string;
 }
 
-async function serve(settings: HostSettings, config: LoadedConfig, connector: HermesConnector, ledger: RunLedger, logger: Logger): Promise<number> {
+async function listening(
+  settings: HostSettings,
+  config: LoadedConfig,
+  connector: HermesConnector,
+  ledger: RunLedger,
+  logger: Logger,
+  closeConnector: () => Promise<void>,
+): Promise<OpenHost> {
   await ledgerOrFail(ledger, settings);
   const principal = hostPrincipal(connector, settings, settings.signingKey);
   const manifest = bindManifestToHost(connector.manifest(), principal);
@@ -125,21 +166,31 @@ async function serve(settings: HostSettings, config: LoadedConfig, connector: He
     timeoutMs: settings.limits.healthTimeoutMs,
     startedAtMs: Date.now(),
   });
+  const platform = platformMetrics(config, connector);
   const pinned = pinnedIdentity(settings, identity);
   // Its worker starts with the first large body.
   const lane = createAuthenticationLane({ key: settings.signingKey, pinned, heapMb: settings.limits.authenticationHeapMb });
+  const closeClients = async () => {
+    platform.close();
+    await outbound.close();
+    await lane.close();
+  };
   const server = createHostServer({
     status,
-    messages: messageHandler(settings, { connector, ledger, status, stop, logger, outbound, pinned, lane }),
+    messages: messageHandler(settings, { connector, ledger, status, stop, logger, outbound, pinned, lane, platform }),
     manifestText: wireJson(manifest),
     ready: () => readiness.report(),
+    platformMetrics: platform,
     maxRequestBytes: settings.limits.maxRequestBytes,
     maxConnections: settings.limits.maxConnections,
     largeBodyBytes: settings.limits.largeBodyBytes,
     bodyBudgetBytes: settings.limits.bodyBudgetBytes,
     logger,
   });
-  const address = await listenOrFail(server, settings);
+  const address = await listenOrFail(server, settings).catch(async (error: unknown) => {
+    await closeClients();
+    throw error;
+  });
   const control = createControlClient({
     endpoint: settings.controlEndpoint,
     controlDid: settings.controlDid,
@@ -148,18 +199,22 @@ async function serve(settings: HostSettings, config: LoadedConfig, connector: He
     dispatcher: outbound,
   });
   const keeper = leaseKeeper(settings, identity, { control, status, probe: () => readiness.probe(), logger });
-  const terminated = termination();
-  await keeper.register();
-  keeper.start();
-  const where = address.address.includes(':') ? `[${address.address}]` : address.address;
-  logger.info({ address: `${where}:${address.port}`, did: settings.signingKey.did, manifest_digest: identity.digest }, 'AIP connector host listening');
-  await terminated;
-  try {
-    return await shutdown({ settings, status, keeper, server, stop, logger });
-  } finally {
-    await outbound.close();
-    await lane.close();
-  }
+  return {
+    address,
+    principal,
+    replicaId: settings.replicaId,
+    register: async () => {
+      await keeper.register();
+      keeper.start();
+      const where = address.address.includes(':') ? `[${address.address}]` : address.address;
+      logger.info({ address: `${where}:${address.port}`, did: settings.signingKey.did, manifest_digest: identity.digest }, 'AIP connector host listening');
+    },
+    shutdown: () => shutdown({ settings, status, keeper, server, stop, logger }),
+    close: async () => {
+      await closeClients();
+      await closeConnector();
+    },
+  };
 }
 
 interface HandlerParts {
@@ -171,6 +226,16 @@ interface HandlerParts {
   readonly outbound: Dispatcher;
   readonly pinned: PinnedIdentity;
   readonly lane: AuthenticationLane;
+  readonly platform: PlatformMetrics;
+}
+
+/** Build info, process metrics and the latencies of actions and of calls to these Hermes endpoints. */
+function platformMetrics(config: LoadedConfig, connector: HermesConnector): PlatformMetrics {
+  return createPlatformMetrics({
+    revision: process.env[REVISION_VARIABLE] || 'unknown',
+    hermesOrigins: config.endpoints.map(({ config: endpoint }) => new URL(endpoint.baseUrl).origin),
+    operationOf: (capabilityId) => connector.capability(capabilityId)?.bindings[0]?.operation,
+  });
 }
 
 /** This host's identity and route coordinates, and the gateway it trusts. */
@@ -207,6 +272,7 @@ function messageHandler(settings: HostSettings, parts: HandlerParts): MessageHan
     stopSignal: parts.stop.signal,
     logger: parts.logger,
     outbound: parts.outbound,
+    observeAction: (capabilityId, outcome, seconds) => parts.platform.observeAction(capabilityId, outcome, seconds),
   });
 }
 

@@ -78,6 +78,8 @@ export interface MessageHandlerDeps {
   /** Where bodies over `largeBodyBytes` are authenticated (checks 1–3) off the event loop; without it, every body is checked in line. */
   lane?: AuthenticationLane;
   largeBodyBytes?: number;
+  /** Told of each executed action: its capability, result status (`error`: the connector threw) and seconds from admission to answer. */
+  observeAction?: (capabilityId: string, outcome: string, seconds: number) => void;
 }
 
 /** One POST to /aip/v1/messages with its complete body. */
@@ -155,6 +157,8 @@ export function createMessageHandler(deps: MessageHandlerDeps): MessageHandler {
     running.set(forwarded.id, entry);
     executing.add(entry.controller);
     const delivery = streamDelivery(request, action, pinnedRoute, entry.controller.signal);
+    const started = performance.now();
+    let outcome = 'error';
     try {
       const context = executionContext(binding, origin(request), {
         deadline: actionDeadline(deps.connector, action, now()),
@@ -165,10 +169,12 @@ export function createMessageHandler(deps: MessageHandlerDeps): MessageHandler {
       const invocation = deps.connector.invoke(forwarded, context);
       entry.settled = invocation.catch(() => undefined);
       const result = await invocation;
+      outcome = result.status;
       const notes = undeliveredNotes(delivery?.report, forwarded.id);
       if (entry.stoppedBy !== undefined) notes.push(stoppedAfterStartNote(await entry.stoppedBy));
       return answerResult(request, wireActionResult(result, notes));
     } finally {
+      deps.observeAction?.(forwarded.capability_id, outcome, (performance.now() - started) / 1000);
       executing.delete(entry.controller);
       if (running.get(forwarded.id) === entry) running.delete(forwarded.id);
     }

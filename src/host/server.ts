@@ -44,6 +44,8 @@ export interface HostServerOptions {
   /** The bound manifest as the JSON text served on GET /aip/v1/manifest. */
   readonly manifestText: string;
   readonly ready: () => Promise<ReadyReport>;
+  /** Served on GET /metrics after the reference's eight series (build info, process, latencies). */
+  readonly platformMetrics?: { text(): Promise<string> };
   readonly maxRequestBytes: number;
   readonly logger: Logger;
   /** How long a client may take to send its headers (default 10 s). */
@@ -115,7 +117,7 @@ function routeTable(options: HostServerOptions, large: LargeBodies | undefined):
     ['/aip/v1/manifest', { method: 'GET', answer: async (_req, res) => sendOnce(res, 200, JSON_TYPE, options.manifestText) }],
     ['/health', { method: 'GET', answer: async (_req, res) => sendOnce(res, 200, JSON_TYPE, HEALTH_BODY) }],
     ['/ready', { method: 'GET', answer: (_req, res) => answerReady(options, res) }],
-    ['/metrics', { method: 'GET', answer: async (_req, res) => sendOnce(res, 200, METRICS_CONTENT_TYPE, metricsText(options.status)) }],
+    ['/metrics', { method: 'GET', answer: async (_req, res) => sendOnce(res, 200, METRICS_CONTENT_TYPE, await metricsBody(options)) }],
   ]);
 }
 
@@ -129,6 +131,12 @@ async function dispatch(routes: Map<string, Route>, req: IncomingMessage, res: S
     return sendOnce(res, 405, undefined, '');
   }
   await route.answer(req, res);
+}
+
+/** The reference's eight series first, unchanged, then the platform's. */
+async function metricsBody(options: HostServerOptions): Promise<string> {
+  const reference = metricsText(options.status);
+  return reference + ((await options.platformMetrics?.text()) ?? '');
 }
 
 function pathOf(req: IncomingMessage): string {

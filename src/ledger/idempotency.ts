@@ -42,6 +42,11 @@ export interface GuardedCall {
   execute: () => Promise<GuardedOutcome>;
   /** Shapes a failure the guard itself decides (conflict, unknown outcome, waiting ran out). */
   fail: (failure: HermesFailure) => AipActionResult;
+  /**
+   * Whether a call whose claim was abandoned in flight may be sent again: its provider keeps the key
+   * and answers a repeat with the first call's outcome. Absent: the claim's outcome is unknown for good.
+   */
+  resendsAbandoned?: () => Promise<boolean>;
 }
 
 export interface GuardedOutcome {
@@ -106,6 +111,7 @@ export class IdempotencyGuard {
       }
       if (record.state === 'done' && record.result) return replay(record, call.actionId);
       if ((record.lease_expires_at ?? 0) < at) {
+        if (await call.resendsAbandoned?.()) return this.#resendAbandoned(call);
         await ledger.settleAbandoned(call.scope, at, call.fail(abandoned(record)));
         continue;
       }
@@ -140,6 +146,24 @@ export class IdempotencyGuard {
       // so a replay waits for it; should it never succeed, the lease runs out and replays answer outcome_unknown.
       const again = keep ? () => this.#settleUnlessStored(call.scope, owner, result, evidence) : () => ledger.release(call.scope, owner, evidence);
       this.#writeLater('outcome', again, renewal);
+      return withFailedWrite(result);
+    }
+  }
+
+  /**
+   * Sends an abandoned claim's call again, which its provider answers with the first call's outcome
+   * (or acts on now, had the first never reached it). A completed call settles the claim; anything
+   * else leaves it abandoned, for a later redelivery to ask again.
+   */
+  async #resendAbandoned(call: GuardedCall): Promise<AipActionResult> {
+    const { ledger, now, onLedgerError } = this.#options;
+    const { result, evidence } = await call.execute();
+    if (result.status !== 'completed') return result;
+    try {
+      await ledger.settleAbandoned(call.scope, now(), result, evidence);
+      return result;
+    } catch (error) {
+      onLedgerError(error, 'store outcome');
       return withFailedWrite(result);
     }
   }

@@ -132,7 +132,8 @@ export function createMemoryLedger(options: MemoryLedgerOptions = {}): RunLedger
       if (owned(scope, owner)) records.delete(keyOf(scope));
       if (evidence) writeEvidence(evidence);
     },
-    async settleAbandoned(scope, now, result) {
+    async settleAbandoned(scope, now, result, evidence) {
+      if (evidence) writeEvidence(evidence);
       const record = records.get(keyOf(scope));
       if (record?.state !== 'in_flight' || (record.lease_expires_at ?? 0) >= now) return false;
       Object.assign(record, { state: 'done', result: copy(result), lease_owner: null, lease_expires_at: null });

@@ -211,6 +211,12 @@ export const MIGRATIONS: readonly Migration[] = [
       )`,
     ],
   },
+  {
+    version: 8,
+    // How a binding's run was learned (the start's answer, or Hermes' replay of a start sent again),
+    // and when Hermes, by its own record, marked the run interrupted. Older bindings know neither.
+    statements: [`ALTER TABLE run_bindings ADD COLUMN learned_from TEXT`, `ALTER TABLE run_bindings ADD COLUMN interrupted_at BIGINT`],
+  },
 ];
 
 /** The primary-key form of a tenant: '' stands for "no tenant" (tenant ids are never empty). */

@@ -38,7 +38,7 @@ export interface SqlExecutor {
 
 const RECORD_COLUMNS = 'capability_id, idempotency_key, fingerprint, action_id, state, result, lease_owner, lease_expires_at, created_at, expires_at';
 const RUN_COLUMNS =
-  'action_id, capability_id, endpoint_id, tenant_id, run_id, session_id, credential_revision, created_at, updated_at, last_status, terminal_event, evidence_lost';
+  'action_id, capability_id, endpoint_id, tenant_id, run_id, session_id, credential_revision, created_at, updated_at, last_status, terminal_event, evidence_lost, learned_from, interrupted_at';
 const JOB_COLUMNS =
   'tenant_id, session_id, tool_use_id, tool_name, tool_input, action_id, idempotency_key, run_id, state, kickoff, kickoff_event_id, final_status, final_event_id, created_at, updated_at, lease_owner, lease_expires_at';
 const JOB = 'tenant_scope = ? AND session_id = ? AND tool_use_id = ?';
@@ -134,12 +134,13 @@ export function createSqlLedger(kind: string, executor: SqlExecutor): RunLedger 
       };
       await (await db()).runTogether(withEvidence(release, evidence));
     },
-    async settleAbandoned(scope, now, result) {
-      const changed = await (await db()).run(
-        `UPDATE idempotency_records SET state = 'done', result = ?, lease_owner = NULL, lease_expires_at = NULL
+    async settleAbandoned(scope, now, result, evidence) {
+      const settle = {
+        sql: `UPDATE idempotency_records SET state = 'done', result = ?, lease_owner = NULL, lease_expires_at = NULL
          WHERE ${SCOPE} AND state = 'in_flight' AND lease_expires_at < ?`,
-        [JSON.stringify(result), ...scopeParams(scope), now],
-      );
+        params: [JSON.stringify(result), ...scopeParams(scope), now],
+      };
+      const [changed] = (await (await db()).runTogether(withEvidence(settle, evidence))) as [number];
       return changed > 0;
     },
     async purgeExpired(now) {
@@ -295,11 +296,12 @@ const withEvidence = (statement: SqlStatement, evidence: EvidenceWrite | undefin
 
 function recordRunStatement(evidence: RunEvidence): SqlStatement {
   return {
-    sql: `INSERT INTO run_bindings (tenant_scope, ${RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    sql: `INSERT INTO run_bindings (tenant_scope, ${RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (tenant_scope, action_id) DO UPDATE SET capability_id = excluded.capability_id, endpoint_id = excluded.endpoint_id,
            run_id = excluded.run_id, session_id = excluded.session_id, credential_revision = excluded.credential_revision,
            created_at = excluded.created_at, updated_at = excluded.updated_at, last_status = excluded.last_status,
-           terminal_event = excluded.terminal_event, evidence_lost = excluded.evidence_lost`,
+           terminal_event = excluded.terminal_event, evidence_lost = excluded.evidence_lost, learned_from = excluded.learned_from,
+           interrupted_at = excluded.interrupted_at`,
     params: [
       tenantScope(evidence.tenant_id),
       evidence.action_id,
@@ -314,19 +316,23 @@ function recordRunStatement(evidence: RunEvidence): SqlStatement {
       evidence.last_status,
       evidence.terminal_event,
       evidence.evidence_lost ? 1 : 0,
+      evidence.learned_from ?? null,
+      evidence.interrupted_at ?? null,
     ],
   };
 }
 
 function updateRunStatement(run: RunRef, patch: RunEvidencePatch): SqlStatement {
   return {
-    sql: `UPDATE run_bindings SET updated_at = ?, ${unlessSettled('last_status')}, ${unlessSettled('terminal_event')}, ${unlessSettled('evidence_lost')}
+    sql: `UPDATE run_bindings SET updated_at = ?, ${unlessSettled('last_status')}, ${unlessSettled('terminal_event')}, ${unlessSettled('evidence_lost')},
+           ${unlessSettled('interrupted_at')}
          WHERE run_id = ? AND endpoint_id = ? AND tenant_scope = ?`,
     params: [
       patch.updated_at,
       patch.last_status ?? null,
       patch.terminal_event ?? null,
       patch.evidence_lost === undefined ? null : Number(patch.evidence_lost),
+      patch.interrupted_at ?? null,
       run.run_id,
       run.endpoint_id,
       tenantScope(run.tenant_id),
@@ -404,6 +410,9 @@ function toEvidence(row: SqlRow): RunEvidence {
     last_status: String(row.last_status),
     terminal_event: strOrNull(row.terminal_event),
     evidence_lost: num(row.evidence_lost) !== 0,
+    // Present only when known, as the memory ledger keeps them: older bindings have neither.
+    ...(row.learned_from === null || row.learned_from === undefined ? {} : { learned_from: String(row.learned_from) as RunEvidence['learned_from'] }),
+    ...(row.interrupted_at === null || row.interrupted_at === undefined ? {} : { interrupted_at: num(row.interrupted_at) }),
   };
 }
 

@@ -17,6 +17,14 @@ export interface RunEvidence {
   terminal_event: string | null;
   /** Hermes no longer knows the run (retention expiry or restart): what happened is not known from the provider. */
   evidence_lost: boolean;
+  /**
+   * How the run was learned: `start_answer`, Hermes' answer to the start; `provider_replay`, Hermes'
+   * answer from its own idempotency record to the start sent again (its first answer was lost, or
+   * another process started it). Absent on bindings recorded before the connector kept it.
+   */
+  learned_from?: 'start_answer' | 'provider_replay';
+  /** When Hermes marked the run `interrupted` (epoch ms, its record's `updated_at`): a restart or shutdown before it settled. */
+  interrupted_at?: number;
 }
 
 /** The Herm bridge's record of one custom tool call turned into a Hermes run. */
@@ -54,7 +62,7 @@ export type BridgeJobPatch = Partial<Pick<BridgeJob, 'run_id' | 'state' | 'kicko
   updated_at: number;
 };
 
-export type RunEvidencePatch = Partial<Pick<RunEvidence, 'last_status' | 'terminal_event' | 'evidence_lost'>> & { updated_at: number };
+export type RunEvidencePatch = Partial<Pick<RunEvidence, 'last_status' | 'terminal_event' | 'evidence_lost' | 'interrupted_at'>> & { updated_at: number };
 
 /**
  * A run as one tenant sees it. Bindings belong to the verified tenant that made them (null on
@@ -160,8 +168,12 @@ export interface RunLedger {
    * and, in the same transaction, writes the call's evidence (a 404 learns the run is gone).
    */
   release(scope: IdempotencyScope, owner: string, evidence?: EvidenceWrite): Promise<void>;
-  /** Settles a claim whose owner's lease expired before `now` with `result`; false when it was not such a claim. */
-  settleAbandoned(scope: IdempotencyScope, now: number, result: AipActionResult): Promise<boolean>;
+  /**
+   * Settles a claim whose owner's lease expired before `now` with `result`; false when it was not
+   * such a claim. The evidence, when given (a call sent again learned its run), is written in the
+   * same transaction, whether or not the claim was still abandoned.
+   */
+  settleAbandoned(scope: IdempotencyScope, now: number, result: AipActionResult, evidence?: EvidenceWrite): Promise<boolean>;
   /** Deletes idempotency records, grant uses, message claims and imported approvals whose time-to-live passed; returns how many idempotency records. */
   purgeExpired(now: number): Promise<number>;
   /**

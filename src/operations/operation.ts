@@ -10,6 +10,7 @@ import type { Telemetry } from '../telemetry.js';
 import type { RunEvidence, RunEvidencePatch } from '../ledger/types.js';
 import type { JournalStore } from '../journal/types.js';
 import type { EndpointOffers } from '../discovery/offers.js';
+import type { EndpointOffer } from '../discovery/offer.js';
 import type { AipAction, AipActionResult, AipMessagePart, EventsLostRange, ExecutionContext, OperationName } from '../types.js';
 
 /** Everything an operation needs for one invocation, after every gate has passed. */
@@ -76,6 +77,12 @@ export interface Operation<Input = Record<string, unknown>> {
    * leaves out a part it built itself and whose shape it guarantees (the schema could not fail there).
    */
   checkedOutput?(output: unknown): unknown;
+  /**
+   * Whether, on an endpoint offering this, a request whose answer was lost may be sent again with
+   * the same key and body: the endpoint answers a repeat with the first request's outcome rather
+   * than acting twice. Absent: never sent again.
+   */
+  resendableOn?(offer: EndpointOffer): boolean;
   /** An operation that starts a run: the binding its successful result creates. */
   bindRun?(source: EvidenceSource<Input>): RunEvidence | undefined;
   /** An operation on a bound run (`input.run_id`): what its result teaches about that run. */

@@ -18,6 +18,7 @@ import { endRequestSpan, errorTypeOf, StreamTrace } from '../telemetry.js';
 import { checkRunId, runRoute, type Operation, type OperationCall } from './operation.js';
 import { CLOSED, joinText, newReader, type RunEventsInput, settle, type StreamEnd, type StreamReader, takeAll } from './event-reader.js';
 import { readJournal } from './run-events-journal.js';
+import { statusPatch } from './run-status.js';
 
 /** Hermes looks for the run's stream for about a second before it answers; anything past this is a dead peer. */
 const SSE_HEADERS_TIMEOUT_MS = 30_000;
@@ -84,7 +85,7 @@ function eventsPatch(output: RunEventsOutput | undefined, now: number): RunEvide
   const reconciled = output.reconciliation;
   if (reconciled?.http_status === 404) return { updated_at: now, evidence_lost: true };
   const status = reconciled?.status?.status;
-  return typeof status === 'string' ? { updated_at: now, last_status: status } : undefined;
+  return typeof status === 'string' ? statusPatch({ status, updated_at: reconciled?.status?.updated_at }, now) : undefined;
 }
 
 /**

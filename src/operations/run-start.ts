@@ -1,5 +1,6 @@
 import { HermesFailure } from '../failures.js';
-import { callJson } from './json-call.js';
+import type { EndpointOffer } from '../discovery/offer.js';
+import { callJsonResendingLostAnswers } from './resend.js';
 import { RUNS_ROUTE, type Operation } from './operation.js';
 
 export interface RunStartInput {
@@ -15,10 +16,13 @@ export const runStart: Operation<RunStartInput> = {
       throw new HermesFailure('invalid_input', 'The last message of `body.input` must have non-empty `content`');
     }
   },
-  execute: (call) => callJson(call, { method: 'POST', route: RUNS_ROUTE, body: call.input.body, sessionKey: call.input.session_key }),
+  // A Hermes that keeps run idempotency keys durably answers a repeated start with the run it started.
+  resendableOn: keepsStartKeys,
+  execute: (call) =>
+    callJsonResendingLostAnswers(call, { method: 'POST', route: RUNS_ROUTE, body: call.input.body, sessionKey: call.input.session_key }, keepsStartKeys),
   bindRun({ endpoint, capabilityId, actionId, input, context, result, now }) {
     if (result.status !== 'completed') return undefined;
-    const output = result.output as { run_id: string; status: string };
+    const output = result.output as { run_id: string; status: string; replayed?: unknown };
     const requested = input.body.session_id;
     return {
       action_id: actionId,
@@ -34,9 +38,15 @@ export const runStart: Operation<RunStartInput> = {
       last_status: output.status,
       terminal_event: null,
       evidence_lost: false,
+      // Hermes answered from its own record: the start was sent again after its answer was lost (or another process sent it).
+      learned_from: output.replayed === true ? 'provider_replay' : 'start_answer',
     };
   },
 };
+
+function keepsStartKeys(offer: EndpointOffer): boolean {
+  return offer.durable_run_idempotency !== null;
+}
 
 function hasContent(content: unknown): boolean {
   return (typeof content === 'string' || Array.isArray(content)) && content.length > 0;

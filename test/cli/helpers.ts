@@ -126,6 +126,7 @@ export interface EvidenceFile {
     tenant_binding: string | null;
     credential_revision: string;
     hermes: { version: string | null; platform: string | null; read_from: string; problem: string | null };
+    offer: { source: string; read_at: string; durable_run_idempotency: { retention_seconds: number | null } | null; run_steer: boolean };
     checks: Array<{ id: string; result: string; reason: string | null; evidence: Record<string, unknown> }>;
   }>;
   [field: string]: unknown;

@@ -51,6 +51,8 @@ describe('hermes-aip qualify --simulate --out DIR (what npm start runs)', { time
     const evidence = readEvidence(out);
     expect(evidence['target']).toMatchObject({ kind: 'simulator', simulator_profile: 'v0.19' });
     expect(evidence.endpoints[0]?.hermes.version).toBe('0.19.0+aip-simulator');
+    // The v0.19 profile serves no GET /v1/capabilities: nothing beyond the pin is assumed.
+    expect(evidence.endpoints[0]?.offer).toMatchObject({ source: 'not_served', durable_run_idempotency: null, run_steer: false });
   });
 
   it('passes against the later profile too, where a restart leaves the run interrupted (check 8: an explained outcome)', async () => {
@@ -62,5 +64,17 @@ describe('hermes-aip qualify --simulate --out DIR (what npm start runs)', { time
     const loss = readEvidence(out).endpoints[0]?.checks.find((check) => check.id === 'evidence_loss')?.evidence;
     expect(loss).toMatchObject({ method: 'a started run, then a provider restart', interpretation: 'interrupted' });
     expect(loss?.['binding_after']).toMatchObject({ last_status: 'interrupted', evidence_lost: false });
+  });
+
+  it('against the v0.22 profile check 8 reports what Hermes keeps of the keyed run: interrupted, and when', async () => {
+    const out = join(tempDir(), 'qualification');
+    await runCli(['qualify', '--simulate', '--profile', 'v0.22', '--out', out]);
+    const check = readEvidence(out).endpoints[0]?.checks.find((candidate) => candidate.id === 'evidence_loss');
+    expect(check?.result, check?.reason ?? '').toBe('passed');
+    expect(check?.evidence).toMatchObject({ method: 'a started run, then a provider restart', interpretation: 'interrupted' });
+    const after = check?.evidence['binding_after'] as { last_status: string; evidence_lost: boolean; interrupted_at: string | null };
+    expect(after).toMatchObject({ last_status: 'interrupted', evidence_lost: false });
+    expect(Date.parse(after.interrupted_at ?? '')).toBeGreaterThan(0);
+    expect(check?.evidence['statement']).toContain(`Hermes marked it interrupted at ${after.interrupted_at}`);
   });
 });

@@ -34,6 +34,7 @@ function evidenceWith(text: string): QualificationEvidence {
         display_name: text,
         base_url: 'http://127.0.0.1:1',
         hermes: { version: text, platform: text, read_from: 'GET /health', problem: null },
+        offer: { source: 'capabilities', read_at: at, durable_run_idempotency: { retention_seconds: 86400 }, run_steer: true },
         tenant_binding: text,
         credential_revision: '0'.repeat(12),
         credential_source: text,

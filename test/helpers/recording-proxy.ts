@@ -1,7 +1,8 @@
 /**
  * A pass-through HTTP proxy on 127.0.0.1:0 in front of a real server: it records every request
  * (method and path), and can cut the next event stream after its first SSE event (the response
- * ends cleanly at the proxy, and the upstream connection is dropped, as a vanished subscriber).
+ * ends cleanly at the proxy, and the upstream connection is dropped, as a vanished subscriber), or
+ * lose the answer to the next run start (the server answers in full, the client's socket is destroyed).
  */
 import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -12,20 +13,34 @@ export interface RecordingProxy {
   readonly requests: string[];
   /** The next `GET …/events` is ended after its first complete event frame (and any comment frame before it, such as 0.22's `: open`). */
   cutNextStreamAfterFirstFrame(): void;
+  /**
+   * The next `POST /v1/runs` reaches the server, which answers; the answer is read and then the
+   * client's socket destroyed (`destroy`), or the client is never answered (`hold`, until close()).
+   */
+  loseNextStartAnswer(how?: 'destroy' | 'hold'): void;
+  /** The body of every answer to `POST /v1/runs`, lost ones included, in arrival order. */
+  readonly startAnswers: string[];
   close(): Promise<void>;
 }
 
 export async function startRecordingProxy(target: string): Promise<RecordingProxy> {
   const upstream = new URL(target);
   const requests: string[] = [];
+  const startAnswers: string[] = [];
   let cutNext = false;
+  let loseNextStart: 'destroy' | 'hold' | undefined;
   const server = createServer((req, res) => {
     requests.push(`${req.method ?? ''} ${req.url ?? ''}`);
     const cut = cutNext && req.method === 'GET' && (req.url ?? '').endsWith('/events');
     if (cut) cutNext = false;
-    const outgoing = httpRequest({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers }, (answer) =>
-      cut ? relayFirstFrame(answer, res) : relay(answer, res),
-    );
+    const start = req.method === 'POST' && req.url === '/v1/runs';
+    const lose = start ? loseNextStart : undefined;
+    if (lose) loseNextStart = undefined;
+    const outgoing = httpRequest({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
+      if (start) recordBody(answer, startAnswers, lose === 'destroy' ? () => res.destroy() : undefined);
+      if (cut) relayFirstFrame(answer, res);
+      else if (!lose) relay(answer, res);
+    });
     outgoing.on('error', () => res.destroy());
     req.pipe(outgoing);
   });
@@ -33,8 +48,12 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     requests,
+    startAnswers,
     cutNextStreamAfterFirstFrame: () => {
       cutNext = true;
+    },
+    loseNextStartAnswer: (how = 'destroy') => {
+      loseNextStart = how;
     },
     close: () =>
       new Promise<void>((resolve) => {
@@ -42,6 +61,16 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
         server.closeAllConnections();
       }),
   };
+}
+
+/** Keeps a copy of the answer's body; `then` runs once all of it arrived. */
+function recordBody(answer: IncomingMessage, into: string[], then: (() => void) | undefined): void {
+  const chunks: Buffer[] = [];
+  answer.on('data', (chunk: Buffer) => chunks.push(chunk));
+  answer.on('end', () => {
+    into.push(Buffer.concat(chunks).toString('utf8'));
+    then?.();
+  });
 }
 
 function relay(answer: IncomingMessage, res: ServerResponse): void {

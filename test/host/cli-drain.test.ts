@@ -3,60 +3,13 @@
  * and is answered while new actions are refused; one that outlives the drain timeout is cancelled,
  * and the host still goes offline and exits 0.
  */
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { type Envelope, signEnvelope } from '../../src/host/wire/envelope.js';
-import { correlationId, messageId } from '../../src/host/wire/ids.js';
-import { rfc3339 } from '../../src/host/wire/time.js';
-import { tempDir } from '../cli/helpers.js';
-import { type FaultServer, neverRespond, respondJson, respondStatus, startFaultServer } from '../helpers/fault-server.js';
-import { type HostProcess, launchHost, waitUntil } from './host-process.js';
-import { type HostUnderTest, routeFor } from './messages-support.js';
+import { describe, expect, it } from 'vitest';
+import { neverRespond, respondJson, respondStatus } from '../helpers/fault-server.js';
+import { type FaultHermesHost, launchHostOverFaultHermes, postMessage as post, statusAction } from './fault-hermes-host.js';
+import { waitUntil } from './host-process.js';
 
-/** The coordinates the host's settings (host-env) give it, as the route helper reads them. */
-const ROUTED_HOST = { pinned: { instanceId: 'cinst_hermes_acme', replicaId: 'crepl_hermes_acme_1', versionId: 'cver_hermes_1' } } as HostUnderTest;
-
-const cleanups: Array<() => Promise<void>> = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-
-/** A host over a Hermes whose run reads are answered as each test decides (its /health always 200). */
-async function startHost(drainTimeoutMs: number): Promise<HostProcess & { hermes: FaultServer }> {
-  const hermes = await startFaultServer(respondJson(200, { status: 'ok', platform: 'hermes-agent', version: 'fault' }));
-  cleanups.push(() => hermes.close());
-  const folder = tempDir();
-  writeFileSync(join(folder, 'hermes.key'), 'hk_drain_test_key\n', { mode: 0o600 });
-  const configPath = join(folder, 'endpoints.json');
-  writeFileSync(configPath, JSON.stringify({ endpoints: [{ id: 'local', baseUrl: hermes.url, apiKeyFile: 'hermes.key', tenantId: 'tenant-acme' }] }));
-  return { ...(await launchHost(configPath, { DRAIN_TIMEOUT_MS: String(drainTimeoutMs) })), hermes };
-}
-
-/** A run_status action for `runId`, routed and signed as a reference runtime sends it. */
-function statusAction(host: HostProcess, runId: string): string {
-  const register = host.stub.records.find((record) => record.operation === 'register')!;
-  const actionId = `act_${messageId().slice(4)}`;
-  const capabilityId = 'cap:hermes_agent:local:run_status';
-  const envelope: Envelope = {
-    aip_version: '1.0',
-    message_type: 'aip.core.v1.action',
-    message_id: messageId(),
-    sent_at: rfc3339(Date.now()),
-    body: { action: { id: actionId, capability_id: capabilityId, input: { run_id: runId } } },
-    correlation_id: correlationId(),
-    to: { id: 'agent:hermes_agent:connector', kind: 'agent' },
-    security: {
-      connector_route: { ...routeFor(ROUTED_HOST, actionId, capabilityId), manifest_digest: register.payload['manifest_digest'] },
-      trust_domain: 'connectors.test',
-    },
-  };
-  return signEnvelope(envelope, host.env.gatewayKey, { id: 'service:getaip:server', kind: 'service', trust_domain: 'connectors.test' }).text;
-}
-
-async function post(host: HostProcess, text: string): Promise<{ status: number; body: Record<string, any> }> {
-  const response = await fetch(`${host.base}/aip/v1/messages`, { method: 'POST', body: text, headers: { 'content-type': 'application/json' } });
-  return { status: response.status, body: (await response.json()) as Record<string, any> };
+function startHost(drainTimeoutMs: number): Promise<FaultHermesHost> {
+  return launchHostOverFaultHermes({ DRAIN_TIMEOUT_MS: String(drainTimeoutMs) });
 }
 
 describe('hermes-aip host: draining with work in flight', { timeout: 60_000 }, () => {

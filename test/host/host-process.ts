@@ -42,12 +42,14 @@ export interface HostProcess {
 
 /**
  * Starts `hermes-aip host --config configPath` with a SQLite ledger, heartbeats every 200 ms, and
- * `settings` over the defaults; `prepare` sets the control stub up before the host first calls it.
+ * `settings` over the defaults; `prepare` sets the control stub up before the host first calls it;
+ * `environment`: other variables of the process.
  */
 export async function launchHost(
   configPath: string,
   settings: Record<string, string> = {},
   prepare: (stub: ControlStub) => void = () => {},
+  environment: Record<string, string> = {},
 ): Promise<HostProcess> {
   const env = hostEnv();
   const stub = await startControlStub(env.did);
@@ -63,7 +65,9 @@ export async function launchHost(
     HEARTBEAT_MS: '200',
     ...settings,
   };
-  const child = spawnCli(['host', '--config', configPath], { env: { ...prefixed(variables), HERMES_LEDGER: `sqlite:${join(env.folder, 'ledger.sqlite')}` } });
+  const child = spawnCli(['host', '--config', configPath], {
+    env: { ...prefixed(variables), HERMES_LEDGER: `sqlite:${join(env.folder, 'ledger.sqlite')}`, ...environment },
+  });
   const exit = finished(child, ['host'], 40_000);
   const output = await waitForOutput(child.stderr, 'AIP connector host listening');
   const line = output.split('\n').find((text) => text.includes('AIP connector host listening')) ?? '{}';

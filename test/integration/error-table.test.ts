@@ -6,8 +6,19 @@
  */
 import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import type { AipActionResult, ApprovalGrant, ExecutionContext } from 'aip-connector-hermes-agent';
-import { API_KEY, ENDPOINT, eventually, grantFor, nextId, script, harnessFactory, type Harness } from '../helpers/harness.js';
+import { createHermesConnector, type AipActionResult, type ApprovalGrant, type ExecutionContext } from 'aip-connector-hermes-agent';
+import {
+  API_KEY,
+  checkedConnector,
+  ENDPOINT,
+  eventually,
+  grantFor,
+  nextId,
+  script,
+  harnessFactory,
+  type CheckedConnector,
+  type Harness,
+} from '../helpers/harness.js';
 
 const PREFIX = 'connector.hermes_agent.';
 const UNKNOWN_RUN = `run_${'0'.repeat(32)}`;
@@ -82,7 +93,7 @@ function invokeStop(h: Harness, runId: string, approval?: ApprovalGrant | null) 
 }
 
 const status = (h: Harness, runId: string, context?: ExecutionContext) => h.invoke({ capability_id: h.cap('run_status'), input: { run_id: runId } }, context);
-const start = (h: Harness, body: Record<string, unknown>, context?: ExecutionContext, idempotencyKey: string = key()) =>
+const start = (h: CheckedConnector, body: Record<string, unknown>, context?: ExecutionContext, idempotencyKey: string = key()) =>
   h.invoke({ capability_id: h.cap('run_start'), input: { body }, idempotency_key: idempotencyKey }, context);
 
 async function waitForStatus(h: Harness, runId: string, wanted: string): Promise<void> {
@@ -512,6 +523,33 @@ describe('not_found (permanent, provider called)', () => {
   });
 });
 
+describe('provider_idempotency_conflict (permanent, provider called)', () => {
+  it('a start whose derived key Hermes holds for another body (a connector with another ledger used it): idempotency_key_conflict', async () => {
+    const h = await harness({ simulator: { profile: 'v0.22' } });
+    const shared = key();
+    expect((await start(h, { input: 'first body', sim_script: script.quick() }, undefined, shared)).status).toBe('completed');
+    // Another connector (its own ledger, the same endpoint id and key): its ledger knows nothing, Hermes does.
+    const other = checkedConnector(createHermesConnector({ endpoints: [{ id: ENDPOINT, baseUrl: h.sim.url, apiKey: API_KEY }] }));
+    try {
+      const { result, requests } = await counted(h, () => start(other, { input: 'another body', sim_script: script.quick() }, undefined, shared));
+      expectError(result, {
+        code: 'provider_idempotency_conflict',
+        category: 'permanent',
+        retryable: false,
+        uncertain: false,
+        remote_status: 409,
+        provider_code: 'idempotency_key_conflict',
+        operation: 'run_start',
+      });
+      expect(h.sim.startCount()).toBe(1);
+      expect(requests).toBe(1);
+      expect(JSON.stringify(result)).not.toContain('different request payload');
+    } finally {
+      await other.connector.close();
+    }
+  });
+});
+
 describe('conflict (permanent, provider called)', () => {
   it('approval with nothing pending: approval_not_pending', async () => {
     const h = await harness();
@@ -757,7 +795,9 @@ describe('transport (transport)', () => {
       provider_code: undefined,
       operation: 'run_start',
     });
-    expect(requests).toBe(1);
+    // The start is not sent again: the connector only read whether this endpoint declares durable run idempotency (it does not).
+    expect(requests).toBe(2);
+    expect(h.sim.requests.slice(-2).map((request) => `${request.method} ${request.path}`)).toEqual(['POST /v1/runs', 'GET /v1/capabilities']);
   });
 
   it('connection refused: nothing was sent, so not uncertain even for run_start', async () => {

@@ -103,7 +103,7 @@ describe('later profile', () => {
     expect(h.sim.startCount()).toBe(1);
 
     const other = await startFresh({ body, session_key: 'scope-b' });
-    expectFailure(other, { code: 'conflict', remote_status: 409, provider_code: 'idempotency_key_conflict', operation: 'run_start' });
+    expectFailure(other, { code: 'provider_idempotency_conflict', remote_status: 409, provider_code: 'idempotency_key_conflict', operation: 'run_start' });
     expect(h.sim.startCount()).toBe(1);
   });
 

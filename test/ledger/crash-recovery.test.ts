@@ -13,6 +13,7 @@ import { API_KEY, ENDPOINT, eventually, harnessFactory, nextId, script } from '.
 import { INSPECTABLE_BACKENDS } from '../helpers/ledger-stores.js';
 import { startBlackHole } from '../helpers/ledger-black-hole.js';
 import { providerKeyOf } from '../helpers/provider-key.js';
+import { startRecordingProxy } from '../helpers/recording-proxy.js';
 
 const PREFIX = 'connector.hermes_agent.';
 const FIXTURE = fileURLToPath(new URL('./fixtures/start-in-child.mjs', import.meta.url));
@@ -53,6 +54,10 @@ function spawnChild(env: Record<string, string>): Child {
   });
   return { process: child, output: () => output, exited: () => status, exit };
 }
+
+/** Requests to the runs API (reading what the endpoint declares is not one). */
+const runRequests = (h: { sim: { requests: Array<{ method: string; path: string }> } }) =>
+  h.sim.requests.filter((request) => request.path.startsWith('/v1/runs'));
 
 describe.each(INSPECTABLE_BACKENDS)('crash recovery: $name ledger', (backend) => {
   it('a process killed mid-start: the replay is outcome_unknown and no second start reaches Hermes', { timeout: 60_000 }, async () => {
@@ -109,7 +114,8 @@ describe.each(INSPECTABLE_BACKENDS)('crash recovery: $name ledger', (backend) =>
     const second = await h.invoke({ capability_id: START_CAPABILITY, input: { body }, idempotency_key: key });
     expect(second).toEqual({ ...first, action_id: second.action_id });
     expect(second.receipt?.replayed).toBe(true);
-    expect(h.sim.requests).toHaveLength(0);
+    // Only what the endpoint declares was read (it declares no durable run idempotency): no run route was asked.
+    expect(runRequests(h)).toHaveLength(0);
 
     // The verdict is stored: a ledger opened afterwards finds it settled, and another input is a conflict.
     const settled = await inspector.get(scope, Date.now());
@@ -117,7 +123,46 @@ describe.each(INSPECTABLE_BACKENDS)('crash recovery: $name ledger', (backend) =>
     expect(settled?.result?.error?.code).toBe(`${PREFIX}outcome_unknown`);
     const other = await h.invoke({ capability_id: START_CAPABILITY, input: { body: { input: 'something else' } }, idempotency_key: key });
     expect(other.error?.code).toBe(`${PREFIX}idempotency_conflict`);
-    expect(h.sim.requests).toHaveLength(0);
+    expect(runRequests(h)).toHaveLength(0);
+    await inspector.close();
+  });
+
+  it('a process killed mid-start on an endpoint declaring durable run idempotency: the replay asks Hermes again and learns the one run', {
+    timeout: 60_000,
+  }, async () => {
+    const store = await backend.create();
+    const h = await harness({ simulator: { profile: 'v0.22' }, connector: { ledger: store.open(), idempotencyLeaseMs: 300 } });
+    // The child's start reaches this Hermes, which starts the run; its answer never reaches the child.
+    const proxy = await startRecordingProxy(h.sim.url);
+    cleanups.push(() => proxy.close());
+    proxy.loseNextStartAnswer('hold');
+    const key = nextId('key');
+    const body = { input: 'crash me after Hermes accepted', sim_script: script.quick() };
+    const childAction = { id: nextId('act_child'), capability_id: START_CAPABILITY, input: { body }, idempotency_key: key };
+    const child = spawnChild({ ...store.env, ENDPOINT_ID: ENDPOINT, BASE_URL: proxy.url, API_KEY, LEASE_MS: '300', ACTION: JSON.stringify(childAction) });
+    const accepted = await eventually(() => {
+      const exited = child.exited();
+      if (exited) throw new Error(`the child exited early (${JSON.stringify(exited)}): ${child.output()}`);
+      return proxy.startAnswers[0];
+    }, "Hermes to answer the child's start");
+    child.process.kill('SIGKILL');
+    await child.exit;
+    const runId = (JSON.parse(accepted) as { run_id: string }).run_id;
+
+    const replay = await h.invoke({ capability_id: START_CAPABILITY, input: { body }, idempotency_key: key });
+    expect(replay.status, JSON.stringify(replay.error)).toBe('completed');
+    expect(replay.output).toMatchObject({ run_id: runId, replayed: true });
+    expect(replay.receipt).toMatchObject({ replayed: true, replayed_by: 'provider' });
+    expect(h.sim.startCount()).toBe(1);
+    expect(await h.connector.evidence(replay.action_id)).toMatchObject({ run_id: runId, learned_from: 'provider_replay' });
+    // Settled with the run: a later replay is answered from the ledger, and Hermes is not asked again.
+    const inspector = store.open();
+    expect(await inspector.get({ capability_id: START_CAPABILITY, idempotency_key: key }, Date.now())).toMatchObject({ state: 'done', lease_owner: null });
+    const again = await h.invoke({ capability_id: START_CAPABILITY, input: { body }, idempotency_key: key });
+    expect(again.receipt).toMatchObject({ replayed: true, replayed_by: 'connector', original_action_id: childAction.id });
+    expect(again.output).toMatchObject({ run_id: runId });
+    // The child's start and the one ask again; the later replay sent nothing.
+    expect(runRequests(h).filter((request) => request.method === 'POST')).toHaveLength(2);
     await inspector.close();
   });
 

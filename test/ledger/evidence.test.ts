@@ -73,6 +73,7 @@ describe.each(LEDGER_BACKENDS)('run evidence: $name ledger', (backend) => {
         last_status: 'started',
         terminal_event: null,
         evidence_lost: false,
+        learned_from: 'start_answer',
       };
       return { result, runId, evidence };
     };

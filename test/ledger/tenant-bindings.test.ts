@@ -3,27 +3,14 @@ import { AmbiguousEvidenceError, ConnectorConfigError, createMemoryLedger, type 
 import { MIGRATIONS } from '../../src/ledger/migrations.js';
 import { LEDGER_BACKENDS } from '../helpers/ledgers.js';
 import { describeSchemaUpgrade } from '../helpers/schema-upgrade.js';
+import { runBinding } from '../helpers/run-binding.js';
 
 const T0 = 1_800_000_000_000;
 let counter = 0;
 const unique = (prefix: string) => `${prefix}_${process.pid}_${++counter}`;
 
 function bindingOf(overrides: Partial<RunEvidence> = {}): RunEvidence {
-  return {
-    action_id: unique('act'),
-    capability_id: 'cap:hermes_agent:local:run_start',
-    endpoint_id: 'local',
-    tenant_id: 'tenant-a',
-    run_id: unique('run'),
-    session_id: 'session-1',
-    credential_revision: null,
-    created_at: T0,
-    updated_at: T0,
-    last_status: 'started',
-    terminal_event: null,
-    evidence_lost: false,
-    ...overrides,
-  };
+  return runBinding(T0, { action_id: unique('act'), run_id: unique('run'), tenant_id: 'tenant-a', session_id: 'session-1', ...overrides });
 }
 
 const refOf = (binding: RunEvidence) => ({ run_id: binding.run_id, endpoint_id: binding.endpoint_id, tenant_id: binding.tenant_id });

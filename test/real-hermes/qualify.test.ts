@@ -27,13 +27,15 @@ describeEachReleaseWithEndpoint('hermes-aip qualify against real Hermes %s', (ru
       const evidence = JSON.parse(readFileSync(join(out, 'evidence.json'), 'utf8')) as {
         result: string;
         target: { kind: string };
-        endpoints: Array<{ hermes: { version: string | null }; checks: Array<{ id: string; result: string }> }>;
+        endpoints: Array<{ hermes: { version: string | null }; offer: { source: string }; checks: Array<{ id: string; result: string }> }>;
       };
       assertMatches('qualification/evidence.schema.json', evidence);
       expect(evidence.result).toBe('passed');
       // The evidence names the Hermes that answered: the installed release, as its /health says.
       expect(evidence.target.kind).toBe('live');
       expect(evidence.endpoints[0]?.hermes).toMatchObject({ version, platform: 'hermes-agent', problem: null });
+      // And what it declares: every release serves GET /v1/capabilities.
+      expect(evidence.endpoints[0]?.offer.source).toBe('capabilities');
       expect(readFileSync(join(out, 'report.html'), 'utf8')).toContain(`live Hermes ${version}`);
       expect(evidence.endpoints[0]?.checks.map((check) => [check.id, check.result])).toEqual(CHECK_IDS.map((id) => [id, 'passed']));
       expect(readFileSync(join(out, 'evidence.json'), 'utf8')).not.toContain(endpoint.hermes.apiKey);

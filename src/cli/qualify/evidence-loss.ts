@@ -9,6 +9,12 @@ import { errorCode } from '../../failures.js';
 const NOT_FOUND = errorCode('not_found');
 const INTERRUPTED_STATEMENT =
   'the provider kept the run over its restart and says it was interrupted before it settled: an explained outcome, and any external effect it had before may have happened';
+
+/** What Hermes says of the run, with when it marked it interrupted where its record says so. */
+function interruptedStatement(binding: RunEvidence): string {
+  if (binding.interrupted_at === undefined) return INTERRUPTED_STATEMENT;
+  return `${INTERRUPTED_STATEMENT} (Hermes marked it interrupted at ${new Date(binding.interrupted_at).toISOString()})`;
+}
 const ABSENCE_STATEMENT =
   'absence is not proof that nothing ran: an unknown run id, a run past its retention and a run lost in a provider restart all answer not_found, and any external effect of such a run may have happened';
 
@@ -33,7 +39,7 @@ export const evidenceLoss: Check = {
     if (!after) throw new CheckFailed(`the run ledger lost its binding of run ${lost.runId} during reconcile()`);
     if (after.last_status === 'interrupted') {
       evidence['interpretation'] = 'interrupted';
-      evidence['statement'] = INTERRUPTED_STATEMENT;
+      evidence['statement'] = interruptedStatement(after);
       return;
     }
     if (!after.evidence_lost) {
@@ -112,5 +118,6 @@ function bindingEvidence(binding: RunEvidence): Record<string, unknown> {
     last_status: binding.last_status,
     terminal_event: binding.terminal_event,
     evidence_lost: binding.evidence_lost,
+    interrupted_at: binding.interrupted_at === undefined ? null : new Date(binding.interrupted_at).toISOString(),
   };
 }

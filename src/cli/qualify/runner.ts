@@ -1,8 +1,8 @@
-import type { HermesConnector, RunEventsOutput, RunLedger } from '../../index.js';
+import type { EndpointOffer, HermesConnector, RunEventsOutput, RunLedger } from '../../index.js';
 import { typedId } from '../../internal/ids.js';
 import { errorName } from '../../internal/logger.js';
 import type { LoadedEndpoint } from '../config.js';
-import type { CheckRecord, CleanupRecord, EndpointRecord } from '../evidence.js';
+import type { CheckRecord, CleanupRecord, EndpointRecord, OfferRecord } from '../evidence.js';
 import { credentialRevision } from '../../config.js';
 import type { Progress } from '../progress.js';
 import { readHermesIdentity } from './hermes-health.js';
@@ -31,6 +31,7 @@ export async function qualifyEndpoints(
     const startedAt = Date.now();
     progress.endpointStarted(endpoint.config.id, endpoint.config.baseUrl, CHECKS);
     const hermes = await readHermesIdentity(endpoint.config.baseUrl);
+    const offer = offerRecord((await connector.offers())[endpoint.config.id] as EndpointOffer);
     const checks: CheckRecord[] = [];
     for (const [index, check] of CHECKS.entries()) {
       progress.checkStarted(check.id);
@@ -45,6 +46,7 @@ export async function qualifyEndpoints(
       display_name: endpoint.config.displayName ?? null,
       base_url: endpoint.config.baseUrl,
       hermes,
+      offer,
       tenant_binding: endpoint.config.tenantId ?? null,
       credential_revision: credentialRevision(endpoint.config.apiKey),
       credential_source: endpoint.keySource,
@@ -59,6 +61,10 @@ export async function qualifyEndpoints(
     progress.endpointFinished(record);
   }
   return records;
+}
+
+function offerRecord({ source, read_at, durable_run_idempotency, run_steer }: EndpointOffer): OfferRecord {
+  return { source, read_at: new Date(read_at).toISOString(), durable_run_idempotency, run_steer };
 }
 
 async function runCheck(session: EndpointSession, check: Check, number: number): Promise<CheckRecord> {

@@ -40,7 +40,10 @@ export function bindManifestToHost(manifest: object, host: Principal): Record<st
 
 /** "sha256:" + hex SHA-256 of the canonical JSON of the manifest as the reference re-serialises it. */
 export function manifestDigest(manifest: object): string {
-  return `sha256:${createHash('sha256')
-    .update(canonicalJson(typedManifest(manifest).tree), 'utf8')
-    .digest('hex')}`;
+  return digestJson(typedManifest(manifest).tree);
+}
+
+/** The reference's `digest_json`: "sha256:" + hex SHA-256 of the canonical JSON of a value (a parsed tree keeps its number lexemes). */
+export function digestJson(value: unknown): string {
+  return `sha256:${createHash('sha256').update(canonicalJson(value), 'utf8').digest('hex')}`;
 }

@@ -6,7 +6,7 @@
  * normalised, `BTreeSet`s sorted, fields written in declaration order; what serde refuses is a failure.
  * Free-form `Value` fields are passed through as they are (number lexemes included).
  */
-import { type Json, NumberLexeme, plainJson } from './json.js';
+import { type Json, NumberLexeme, plainJson, setOwn } from './json.js';
 import { normaliseRfc3339, normaliseTimeArray, timeArrayToRfc3339 } from './time.js';
 
 export type Kind =
@@ -20,6 +20,7 @@ export type Kind =
   | { k: 'enum'; values: readonly string[] }
   | { k: 'vec'; of: Kind }
   | { k: 'set' }
+  | { k: 'map'; key: Kind; of: Kind }
   | { k: 'struct'; fields: readonly Field[]; flatten?: true }
   | { k: 'tagged'; tag: string; variants: Readonly<Record<string, readonly Field[]>> }
   | { k: 'adjacent'; tag: string; content: string; variants: Readonly<Record<string, Kind>> }
@@ -38,21 +39,21 @@ export interface Field {
   presence: Presence;
 }
 
-const field = (name: string, kind: Kind, presence: Presence = 'required'): Field => ({ name, kind, presence });
-const opt = (name: string, kind: Kind): Field => field(name, kind, 'option');
+export const field = (name: string, kind: Kind, presence: Presence = 'required'): Field => ({ name, kind, presence });
+export const opt = (name: string, kind: Kind): Field => field(name, kind, 'option');
 const list = (name: string, of: Kind): Field => field(name, { k: 'vec', of }, 'skipEmpty');
-const struct = (...fields: Field[]): Kind => ({ k: 'struct', fields });
-const enumOf = (...values: string[]): Kind => ({ k: 'enum', values });
+export const struct = (...fields: Field[]): Kind => ({ k: 'struct', fields });
+export const enumOf = (...values: string[]): Kind => ({ k: 'enum', values });
 
-const STRING: Kind = { k: 'string' };
-const BOOL: Kind = { k: 'bool' };
-const ANY: Kind = { k: 'any' };
-const U64: Kind = { k: 'int', signed: false, max: (1n << 64n) - 1n };
-const U32: Kind = { k: 'int', signed: false, max: (1n << 32n) - 1n };
+export const STRING: Kind = { k: 'string' };
+export const BOOL: Kind = { k: 'bool' };
+export const ANY: Kind = { k: 'any' };
+export const U64: Kind = { k: 'int', signed: false, max: (1n << 64n) - 1n };
+export const U32: Kind = { k: 'int', signed: false, max: (1n << 32n) - 1n };
 const U8: Kind = { k: 'int', signed: false, max: 255n };
 const RFC3339: Kind = { k: 'rfc3339' };
-const TIME_ARRAY: Kind = { k: 'timeArray' };
-const SET: Kind = { k: 'set' };
+export const TIME_ARRAY: Kind = { k: 'timeArray' };
+export const SET: Kind = { k: 'set' };
 
 const PRINCIPAL_KIND = enumOf('human', 'agent', 'service', 'tenant', 'customer', 'contact', 'system');
 const RISK_LEVEL = enumOf('low', 'medium', 'high', 'critical');
@@ -565,7 +566,7 @@ export const ENVELOPE = struct(
 
 const TOPOLOGY_DEFAULT = { region: 'global', zone: 'default', capacity_class: 'standard' };
 
-const CONNECTOR_REPLICA = struct(
+export const CONNECTOR_REPLICA = struct(
   field('id', STRING),
   field('instance_id', STRING),
   field('version_id', STRING),
@@ -677,6 +678,17 @@ function decodeField(spec: Field, item: unknown, path: string): unknown {
   return presence === 'skipEmpty' && Array.isArray(decoded) && decoded.length === 0 ? undefined : decoded;
 }
 
+/** A `BTreeMap`: keys decoded as `kind.key` and written in byte order (canonical JSON sorts them the same way). */
+function decodeMap(kind: { key: Kind; of: Kind }, value: unknown, path: string): Record<string, unknown> {
+  if (!isRecord(value)) throw new Refused(`${path || 'value'}: invalid type, expected a map`);
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(value).sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)))) {
+    decode(kind.key, key, at(path, key));
+    setOwn(out, key, decode(kind.of, value[key], at(path, key)));
+  }
+  return out;
+}
+
 function decodeEnumObject(value: unknown, path: string): [string, unknown] {
   if (!isRecord(value)) throw new Refused(`${path}: invalid type, expected an object with one key`);
   const entries = Object.entries(value);
@@ -720,6 +732,8 @@ function decode(kind: Kind, value: unknown, path: string): unknown {
       if (!Array.isArray(value) || !value.every((item) => typeof item === 'string')) throw new Refused(`${path}: expected an array of strings`);
       return [...new Set(value as string[])].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
     }
+    case 'map':
+      return decodeMap(kind, value, path);
     case 'struct':
       return decodeStruct(kind.fields, value, path, kind.flatten);
     case 'tagged': {

@@ -80,7 +80,7 @@ export async function getJson(url: string): Promise<{ status: number; body: any;
 }
 
 /** Polls `GET /ready` until it answers `status` (a bound only to fail a hung test). */
-export async function waitForReady(host: HostProcess, status: 200 | 503, timeoutMs = 15_000): Promise<any> {
+export async function waitForReady(host: Pick<HostProcess, 'origin'>, status: 200 | 503, timeoutMs = 15_000): Promise<any> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const ready = await getJson(`${host.origin}/ready`);

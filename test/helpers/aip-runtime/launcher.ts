@@ -129,33 +129,74 @@ function ownerOnlyFile(folder: string, name: string, text: string): string {
   return path;
 }
 
+/** Where a host reaches its runtime double, and what it trusts there. */
+export interface RuntimeCoordinates {
+  readonly controlUrl: string;
+  readonly controlDid: string;
+  readonly callbackUrl: string;
+  readonly gatewayDid: string;
+  readonly leaseTtlMs: number;
+}
+
+export function runtimeCoordinates(runtime: AipRuntime): RuntimeCoordinates {
+  return {
+    controlUrl: runtime.control.url,
+    controlDid: runtime.control.did,
+    callbackUrl: runtime.ingress.url,
+    gatewayDid: runtime.gateway.key.did,
+    leaseTtlMs: runtime.leaseTtlMs,
+  };
+}
+
+/** What a host environment is made of besides its runtime. */
+export interface HostPlacement {
+  readonly ledger: LedgerChoice;
+  readonly folder: string;
+  readonly seedPath: string;
+  readonly port: number;
+  readonly replica?: number;
+  readonly settings?: Record<string, string>;
+}
+
+/** The owner-only seed file, the Hermes key file and the endpoints config (`--config`) of a host in `folder`. */
+export function writeHostFiles(folder: string, seedHex: string, hermes: LaunchOptions['hermes']): { seedPath: string; configPath: string } {
+  const seedPath = ownerOnlyFile(folder, 'host.seed', `${seedHex}\n`);
+  ownerOnlyFile(folder, 'hermes.key', `${hermes.apiKey}\n`);
+  const configPath = ownerOnlyFile(
+    folder,
+    'endpoints.json',
+    JSON.stringify({ endpoints: [{ id: 'local', baseUrl: hermes.url, apiKeyFile: 'hermes.key', tenantId: TENANT_ID }] }),
+  );
+  return { seedPath, configPath };
+}
+
 /** The variables of the reference bootstrap (crates/aip-connector-host-bootstrap), for one replica. */
-function hostEnvironment(options: LaunchOptions, folder: string, seedPath: string, port: number): Record<string, string> {
-  const ledger = options.ledger!;
+export function hostEnvironment(runtime: RuntimeCoordinates, placement: HostPlacement): Record<string, string> {
+  const { ledger, folder, seedPath, port } = placement;
   const settings: Record<string, string> = {
     BIND: `127.0.0.1:${port}`,
     PUBLIC_ENDPOINT: `http://127.0.0.1:${port}${MESSAGES_PATH}`,
     ALLOW_LOOPBACK_HTTP: 'true',
-    CONTROL_ENDPOINT: options.runtime.control.url,
-    CONTROL_DID: options.runtime.control.did,
-    CALLBACK_ENDPOINT: options.runtime.ingress.url,
+    CONTROL_ENDPOINT: runtime.controlUrl,
+    CONTROL_DID: runtime.controlDid,
+    CALLBACK_ENDPOINT: runtime.callbackUrl,
     CALLBACK_ALLOW_HTTP: 'true',
     CALLBACK_ALLOW_PRIVATE: 'true',
     SIGNING_SEED_FILE: seedPath,
     GATEWAY_PRINCIPAL_ID,
-    GATEWAY_DID: options.runtime.gateway.key.did,
+    GATEWAY_DID: runtime.gatewayDid,
     TRUST_DOMAIN,
     TENANT_ID,
     TYPE_ID,
     VERSION_ID,
     INSTANCE_ID,
-    REPLICA_ID: replicaId(options.replica ?? 1),
+    REPLICA_ID: replicaId(placement.replica ?? 1),
     MEMBERSHIP_ID: 'membership-hermes-acme',
     ARTIFACT_DIGEST: `sha256:${'1'.repeat(64)}`,
     SECRET_PROVIDER_REF: 'secret://tenant-acme/hermes',
-    LEASE_TTL_MS: String(options.runtime.leaseTtlMs),
+    LEASE_TTL_MS: String(runtime.leaseTtlMs),
     ...(ledger.kind === 'postgres' ? { DATABASE_URL_FILE: ownerOnlyFile(folder, 'database-url', `${ledger.connectionString}\n`) } : {}),
-    ...options.settings,
+    ...placement.settings,
   };
   const env: Record<string, string> = { PATH: process.env['PATH'] ?? '' };
   if (process.env['HOME']) env['HOME'] = process.env['HOME'];
@@ -220,18 +261,12 @@ export async function launchHost(options: LaunchOptions): Promise<HostProcess> {
   const seedHex = options.seedHex ?? randomBytes(32).toString('hex');
   const did = signingKeyFromSeed(Buffer.from(seedHex, 'hex')).did;
   if (!options.runtime.hostDids.includes(did)) options.runtime.hostDids.push(did);
-  const seedPath = ownerOnlyFile(folder, 'host.seed', `${seedHex}\n`);
-  ownerOnlyFile(folder, 'hermes.key', `${options.hermes.apiKey}\n`);
-  const configPath = ownerOnlyFile(
-    folder,
-    'endpoints.json',
-    JSON.stringify({ endpoints: [{ id: 'local', baseUrl: options.hermes.url, apiKeyFile: 'hermes.key', tenantId: TENANT_ID }] }),
-  );
+  const { seedPath, configPath } = writeHostFiles(folder, seedHex, options.hermes);
   const ledger: LedgerChoice = options.ledger ?? { kind: 'sqlite', path: join(folder, 'ledger.sqlite') };
   const runner = options.runner ?? (options.nodeArgs === undefined ? defaultRunner() : nodeRunner(options.nodeArgs));
   for (let attempt = 1; ; attempt++) {
     const port = await freePort();
-    const env = hostEnvironment({ ...options, ledger }, folder, seedPath, port);
+    const env = hostEnvironment(runtimeCoordinates(options.runtime), { ledger, folder, seedPath, port, replica: options.replica, settings: options.settings });
     const { child, signal } = runner.spawn(['host', '--config', configPath], env, folder);
     child.stdin.end();
     live.set(child, signal);
@@ -262,21 +297,26 @@ export async function launchHost(options: LaunchOptions): Promise<HostProcess> {
       throw new Error(`hermes-aip host exited with ${start.code} before listening; stderr: ${output.stderr}`);
     }
     if (start.line['did'] !== did) throw new Error(`the host logged did ${String(start.line['did'])}, expected ${did}`);
-    const manifest = await readManifest(origin);
     const identity: HostIdentity = {
       did,
       principal: { ...(await hostPrincipal(options.hermes.url)), trust_domain: TRUST_DOMAIN, did },
       replicaId: replicaId(options.replica ?? 1),
     };
-    options.runtime.ingress.trustHost(identity);
-    const target: HostTarget = {
-      url: `${origin}${MESSAGES_PATH}`,
-      identity,
-      tenantId: TENANT_ID,
-      instanceId: INSTANCE_ID,
-      versionId: VERSION_ID,
-      manifestDigest: manifestDigest(manifest),
-    };
-    return { ...host, manifest, target };
+    return { ...host, ...(await routeToHost(options.runtime, origin, identity)) };
   }
+}
+
+/** The runtime double trusts a listening host's stream chunks and routes actions to it, pinned to the manifest it serves. */
+export async function routeToHost(runtime: AipRuntime, origin: string, identity: HostIdentity): Promise<{ manifest: Record<string, any>; target: HostTarget }> {
+  const manifest = await readManifest(origin);
+  runtime.ingress.trustHost(identity);
+  const target: HostTarget = {
+    url: `${origin}${MESSAGES_PATH}`,
+    identity,
+    tenantId: TENANT_ID,
+    instanceId: INSTANCE_ID,
+    versionId: VERSION_ID,
+    manifestDigest: manifestDigest(manifest),
+  };
+  return { manifest, target };
 }

@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parseWire, plainJson } from '../../../src/host/wire/json.js';
-import { OUT_OF_RANGE, readSerdeNumber, reserialiseSerdeNumber } from '../../../src/host/wire/serde-number.js';
+import { OUT_OF_RANGE, readSerdeNumber, reserialiseSerdeNumber, writeSerdeFloat } from '../../../src/host/wire/serde-number.js';
 
 type FloatVector = { sent: string; reference: string } | { sent: string; error: string };
 
@@ -36,6 +36,38 @@ describe("serde_json's reading of a number, re-serialised", () => {
     expect(timestamps.length).toBeGreaterThanOrEqual(30_000);
     expect(changed / timestamps.length).toBeGreaterThan(0.15);
     expect(changed / timestamps.length).toBeLessThan(0.3);
+  });
+
+  it('takes the one-rounding shortcut only where the two roundings agree (random decimals up to 18 digits, 0–25 fraction digits)', () => {
+    const twoRoundings = (lexeme: string) => {
+      const read = readSerdeNumber(lexeme);
+      return read === OUT_OF_RANGE || 'integer' in read ? read : writeSerdeFloat(read.float);
+    };
+    const misses: string[] = [];
+    for (let i = 0; i < 20_000; i++) {
+      const digits = String(Math.random())
+        .slice(2)
+        .padEnd(18, '7')
+        .slice(0, 1 + Math.floor(Math.random() * 18));
+      const point = Math.floor(Math.random() * Math.min(digits.length, 26));
+      const lexeme = `${i % 2 ? '-' : ''}${digits.slice(0, digits.length - point) || '0'}.${digits.slice(digits.length - point) || '0'}`;
+      if (reserialiseSerdeNumber(lexeme) !== twoRoundings(lexeme)) misses.push(lexeme);
+    }
+    expect(misses).toEqual([]);
+  });
+
+  it("writes a double's shortest digits, those of toExponential(), and reads back as that double, at every magnitude", () => {
+    const misses: string[] = [];
+    const bits = new DataView(new ArrayBuffer(8));
+    const significantDigits = (text: string) => (text.split(/e/i)[0] as string).replace(/[-.]/g, '').replace(/^0+/, '').replace(/0+$/, '');
+    for (let i = 0; i < 20_000; i++) {
+      bits.setUint32(0, Math.floor(Math.random() * 0x7ff00000));
+      bits.setUint32(4, Math.floor(Math.random() * 0x100000000));
+      const n = bits.getFloat64(0) * (i % 2 ? -1 : 1);
+      const written = writeSerdeFloat(n);
+      if (Number(written) !== n || significantDigits(written) !== significantDigits(n.toExponential())) misses.push(`${n}: ${written}`);
+    }
+    expect(misses).toEqual([]);
   });
 
   it('keeps integers that fit u64 (i64 when negative) as integers, and reads the rest as f64', () => {
