@@ -61,7 +61,7 @@ export function createHermesConnector(options: HermesConnectorOptions): HermesCo
   const inFlight = new InFlight();
   const run = (action: unknown, context: unknown, hostCancellation: boolean, internal: InternalCall = CALLER) =>
     inFlight.track(invokePipeline(deps, action, context, hostCancellation, internal));
-  deps.journal = startJournal(deps, (follow) => run(...followAction(deps, follow), false, { follower: true, resumeAfterSeq: follow.resumeAfterSeq }));
+  deps.journal = startJournal(deps, (follow) => run(...followAction(deps, follow), false, { follower: true, onEventsLost: follow.onEventsLost }));
 
   return {
     id: 'hermes-agent',
@@ -117,10 +117,10 @@ interface PipelineDeps {
   journal: { followers: RunJournal; reading: JournalReading } | undefined;
 }
 
-/** How the connector calls itself: a journal follower reads Hermes, never the journal, and may resume a stream. */
+/** How the connector calls itself: a journal follower reads Hermes, never the journal, and hears of lost events as they are found. */
 interface InternalCall {
   follower?: boolean;
-  resumeAfterSeq?: number;
+  onEventsLost?: OperationCall<unknown>['onEventsLost'];
 }
 
 /** An invocation by the connector's caller, not by the connector itself (one object for every call). */
@@ -143,7 +143,10 @@ function followAction(deps: PipelineDeps, follow: FollowRead): [AipAction, Execu
   const action: AipAction = {
     id: typedId('act_', deps.config.now()),
     capability_id: capabilityId(key.endpoint_id, 'run_events'),
-    input: { run_id: key.run_id, max_events: follow.maxEvents },
+    input:
+      follow.resumeAfterSeq === undefined
+        ? { run_id: key.run_id, max_events: follow.maxEvents }
+        : { run_id: key.run_id, max_events: follow.maxEvents, last_seq: follow.resumeAfterSeq },
   };
   const context: ExecutionContext = { deadline: follow.deadline, signal: follow.signal, onChunk: follow.onChunk };
   if (key.tenant_id !== null) context.tenantId = key.tenant_id;
@@ -394,7 +397,7 @@ async function dispatch(deps: PipelineDeps, admitted: AdmittedAction, keepEviden
       telemetry: deps.telemetry,
       traceContext: admitted.trace.context,
       journal: admitted.internal?.follower ? undefined : deps.journal?.reading,
-      resumeAfterSeq: admitted.internal?.resumeAfterSeq,
+      onEventsLost: admitted.internal?.onEventsLost,
     };
     outcome = checkOutput(entry, await OPERATIONS[entry.operation].execute(call), httpStatus);
   } catch (error) {

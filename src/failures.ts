@@ -34,6 +34,7 @@ export const FAILURE_CATALOGUE = {
   stream_truncated: { category: 'connector', providerCalled: 'yes' },
   stream_incomplete: { category: 'connector', providerCalled: 'yes' },
   stream_publication: { category: 'connector', providerCalled: 'yes' },
+  resume_unsupported: { category: 'permanent', providerCalled: 'yes' },
   idempotency_conflict: { category: 'permanent', providerCalled: 'no' },
   outcome_unknown: { category: 'connector', providerCalled: 'maybe' },
   ledger_unavailable: { category: 'temporary', providerCalled: 'no' },

@@ -74,7 +74,7 @@ Runs the eight checks of "Verify an integration" against every endpoint, in orde
   4 isolated_approvals          two runs sharing a session_id keep separate approval queues
   5 approval_requires_evidence  approval without an AIP grant is refused locally; with one, only the selected run moves
   6 stop_followed               a stop is followed until cancelled, failed or another explained outcome
-  7 disconnect_reconciled       a cut stream is reconciled through status, never replayed or called complete
+  7 disconnect_reconciled       a cut stream resumes exactly where Hermes replays, else is reconciled; never repeated or called complete
                                 (with the run journal on: the consumer resumes after what it got, nothing twice)
   8 evidence_loss               an unknown run id is reported as evidence loss, not as proof nothing ran
 Exit code 0 only if every check passes on every endpoint.

@@ -81,6 +81,14 @@ export interface HermesSseEvent {
   id?: string;
 }
 
+/** Events Hermes no longer kept when a read asked for them: its `seq` from `from_seq` to `to_seq` (null: Hermes did not say), after the result's first `after_events`. */
+export interface EventsLostRange {
+  from_seq: number;
+  to_seq: number | null;
+  after_events: number;
+  reason: 'replay_truncated';
+}
+
 export interface RunEventsOutput {
   endpoint_id: string;
   operation: 'run_events';
@@ -92,8 +100,14 @@ export interface RunEventsOutput {
   truncated?: boolean;
   /** How often a stream cut before its terminal event was reopened with `?last_seq=` (only when Hermes numbers its events). */
   resumed?: number;
-  /** Why resuming stopped and the stream was reconciled instead: `replay_truncated` or `not_found` (a 404 on resume). */
-  resume_fallback?: 'replay_truncated' | 'not_found';
+  /** Why resuming stopped and the stream was reconciled instead: `not_found` (a 404 on resume) or `not_numbered` (the resumed stream sent an event without a number). */
+  resume_fallback?: 'not_found' | 'not_numbered';
+  /**
+   * Events Hermes no longer kept when the read (or one of its resumptions) asked for them
+   * (`replay.truncated`): Hermes' `seq` from `from_seq` to `to_seq` (null: Hermes did not say), missing
+   * after the result's first `after_events` events. The kept events after them were read.
+   */
+  events_lost?: EventsLostRange[];
   reconciliation?: { http_status: number | null; status?: Record<string, unknown>; error_code?: string };
   /** Read from the run journal: its state, its last sequence, the gaps it recorded and why it closed. */
   journal?: {

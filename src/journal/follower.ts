@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { AipActionResult, AipStreamChunk, HermesSseEvent, RunEventsOutput } from '../contract/aip.js';
+import type { AipActionResult, AipStreamChunk, EventsLostRange, HermesSseEvent, RunEventsOutput } from '../contract/aip.js';
 import { TERMINAL_EVENTS, TERMINAL_STATUSES } from '../contract/hermes-vocabulary.js';
 import { errorName } from '../internal/logger.js';
 import { AppendWriter, type WriterStop } from './append-writer.js';
@@ -14,6 +14,8 @@ export interface FollowRead {
   maxEvents: number;
   deadline: number;
   signal: AbortSignal;
+  /** Each range of events Hermes no longer kept, as the read finds it: recorded before the events after it are appended. */
+  onEventsLost(lost: EventsLostRange): Promise<void>;
   onChunk(chunk: AipStreamChunk): Promise<void> | undefined;
 }
 
@@ -132,7 +134,7 @@ export class RunJournal {
     for (let read = 1; read <= MAX_READS_PER_RUN; read++) {
       if (this.#totalBytes >= this.#deps.options.maxTotalBytes)
         return this.#end(key, lost, position.next - 1, { state: 'truncated', reason: 'max_total_bytes' });
-      const outcome = await this.#readOnce(key, position);
+      const outcome = await this.#readOnce(key, position, lost);
       position = outcome.position;
       const close = this.#closeFor(outcome.result, outcome.stop);
       if (close === 'leave') return;
@@ -184,8 +186,8 @@ export class RunJournal {
     }
   }
 
-  /** One run_events read, appending every event it publishes. */
-  async #readOnce(key: JournalKey, position: { next: number; bytes: number; seq: number | null }) {
+  /** One run_events read, appending every event it publishes, and recording (before the events after it) each range Hermes no longer kept. */
+  async #readOnce(key: JournalKey, position: { next: number; bytes: number; seq: number | null }, lost: EventsLost[]) {
     const { options } = this.#deps;
     const controller = new AbortController();
     const writer = new AppendWriter({
@@ -207,6 +209,10 @@ export class RunJournal {
       maxEvents: Math.min(100_000, options.maxEventsPerRun - (position.next - 1) + 1),
       deadline: this.#deps.now() + options.followLimitMs,
       signal: controller.signal,
+      onEventsLost: async (gap) => {
+        await writer.flushed();
+        await this.#recordLoss(key, lost, writer.nextSequence - 1, `replay_truncated: Hermes no longer kept seq ${gap.from_seq}..${gap.to_seq ?? '?'}`);
+      },
       onChunk: (chunk) => {
         const event = (chunk.data as { hermes_sse?: HermesSseEvent } | undefined)?.hermes_sse;
         if (event === undefined) return undefined;

@@ -11,7 +11,7 @@ import { TERMINAL_EVENTS } from '../contract/hermes-vocabulary.js';
 import { schemaCatalog } from '../contract/schemas.js';
 import { redactText } from '../internal/secret.js';
 import { isSseDone, type SseItem } from '../transport/sse.js';
-import type { HermesSseEvent, RunEventsOutput } from '../types.js';
+import type { EventsLostRange, HermesSseEvent, RunEventsOutput } from '../types.js';
 import type { StreamTrace } from '../telemetry.js';
 import type { OperationCall, OperationOutcome } from './operation.js';
 import { runStatus } from './run-status.js';
@@ -21,19 +21,22 @@ export interface RunEventsInput {
   max_events?: number;
   /** With the run journal on: only the journal's events after this sequence (events are numbered from 1). */
   after_sequence?: number;
+  /** Hermes' own `seq` of the last event the caller has: only later events are read (`?last_seq=`, `Last-Event-ID`). */
+  last_seq?: number;
 }
 
 /** undici's idle-body timer, set to sseIdleTimeoutMs: the stream ended without saying how the run did. */
 const IDLE_TIMEOUT_CODE = 'UND_ERR_BODY_TIMEOUT';
 
-/**
- * How reading ended; `broken` is a connection that failed mid-body, which is as incomplete as a
- * clean close; `replay_truncated` is a resumption whose replay no longer reaches back.
- */
-export type StreamEnd = { kind: 'terminal' | 'truncated' | 'closed' | 'replay_truncated' } | { kind: 'broken'; transportCode: string | undefined };
+/** How reading ended; `broken` is a connection that failed mid-body, which is as incomplete as a clean close. */
+export type StreamEnd = { kind: 'terminal' | 'truncated' | 'closed' } | { kind: 'broken'; transportCode: string | undefined };
 
+/** A reader that starts after the caller's `last_seq` (a taken-over journal's follower passes its last Hermes `seq`), else at Hermes' first event. */
 export function newReader(call: OperationCall<RunEventsInput>, output: RunEventsOutput, scope: CallScope, trace: StreamTrace): StreamReader {
+  const cursor = call.input.last_seq;
   return {
+    runId: call.input.run_id,
+    onEventsLost: call.onEventsLost,
     publisher: call.publisher,
     output,
     text: [],
@@ -43,8 +46,8 @@ export function newReader(call: OperationCall<RunEventsInput>, output: RunEvents
     next: 0,
     published: undefined,
     endAfterPublished: undefined,
-    lastSeq: call.resumeAfterSeq,
-    resumedAfter: call.resumeAfterSeq,
+    lastSeq: cursor,
+    resumedAfter: cursor,
   };
 }
 
@@ -63,6 +66,8 @@ export async function takeAll(call: OperationCall<RunEventsInput>, reader: Strea
 
 /** What the per-event loop needs, kept apart from the async reader so that the loop is a small synchronous function. */
 export interface StreamReader {
+  readonly runId: string;
+  readonly onEventsLost: OperationCall<RunEventsInput>['onEventsLost'];
   readonly publisher: OperationCall<RunEventsInput>['publisher'];
   readonly output: RunEventsOutput;
   readonly text: string[];
@@ -75,16 +80,15 @@ export interface StreamReader {
   published: Promise<void> | undefined;
   /** How the stream ends once that publication is done, when the published event ended it. */
   endAfterPublished: StreamEnd | undefined;
-  /** The highest `seq` read so far, when Hermes numbers its events: where a resumption starts. */
+  /** The highest `seq` read so far (or the cursor read after), when Hermes numbers its events: where a resumption starts, and at or below which an event is a repeat. */
   lastSeq: number | undefined;
-  /** During a resumption, the `seq` it started after: a replayed event at or below it was read already. */
+  /** When the read started after a cursor (the caller's, a takeover's or its own resumption's): the `seq` it started after. */
   resumedAfter: number | undefined;
 }
 
 export const CLOSED: StreamEnd = { kind: 'closed' };
 const TERMINAL: StreamEnd = { kind: 'terminal' };
 const TRUNCATED: StreamEnd = { kind: 'truncated' };
-const REPLAY_TRUNCATED: StreamEnd = { kind: 'replay_truncated' };
 
 /**
  * Takes the items of one read from `reader.next` on: records and publishes each. Returns how the
@@ -98,8 +102,17 @@ function takeItems(items: SseItem[], reader: StreamReader): StreamEnd | undefine
     // One network read can carry many frames: an abort (say, from onChunk) stops between them.
     if (scope.aborted) throw scope.reason;
     if (isSseDone(item)) return CLOSED;
-    if (item.event === 'replay.truncated') return REPLAY_TRUNCATED;
-    if (alreadyRead(item, reader)) continue;
+    if (item.event === 'replay.truncated') {
+      noteLoss(item, reader);
+      if (reader.published) return undefined;
+      continue;
+    }
+    const seen = alreadyRead(item, reader);
+    if (seen === 'unnumbered') {
+      reader.output.resume_fallback = 'not_numbered';
+      return CLOSED;
+    }
+    if (seen) continue;
     const terminal = TERMINAL_EVENTS.has(item.event);
     record(output, item, reader.text, terminal);
     if (reader.trace.recording) reader.trace.event(item.event, output.events.length, terminal);
@@ -118,15 +131,48 @@ function takeItems(items: SseItem[], reader: StreamReader): StreamEnd | undefine
 }
 
 /**
- * Whether a resumption's replay repeats an event read before it; otherwise remembers the highest
- * number. The first subscription takes every event as it comes, numbered or not, as it always did.
+ * Whether a read after a cursor (the caller's, or its own resumption's) meets an event it or its
+ * caller has already: numbered at or below the highest number read; otherwise remembers the highest
+ * number. A subscription from the start takes every event as it comes, numbered or not, as it always
+ * did. A read after a cursor cannot tell a repeat from a new event without numbers: under the caller's
+ * cursor it fails before publishing it; in its own resumption it stops there (`unnumbered`), and the
+ * run is reconciled as a stream without numbers is.
  */
-function alreadyRead(event: HermesSseEvent, reader: StreamReader): boolean {
+function alreadyRead(event: HermesSseEvent, reader: StreamReader): boolean | 'unnumbered' {
   const seq = seqOf(event);
-  if (seq === undefined) return false;
-  if (reader.resumedAfter !== undefined && seq <= reader.resumedAfter) return true;
-  reader.lastSeq = Math.max(seq, reader.lastSeq ?? seq);
+  if (seq === undefined) {
+    if (reader.resumedAfter === undefined) return false;
+    if (reader.output.resumed === undefined) throw unnumbered(event, reader);
+    return 'unnumbered';
+  }
+  const highest = reader.lastSeq ?? seq;
+  if (reader.resumedAfter !== undefined && seq <= highest) return true;
+  reader.lastSeq = Math.max(seq, highest);
   return false;
+}
+
+function unnumbered(event: HermesSseEvent, reader: StreamReader): HermesFailure {
+  return new HermesFailure(
+    'resume_unsupported',
+    `Hermes endpoint \`${reader.output.endpoint_id}\` sent an event of run \`${reader.runId}\` (${event.event}) without a number (no \`seq\`, no SSE \`id:\`) ` +
+      `to a read after seq ${reader.resumedAfter}: it does not number its events, so it cannot resume there, and the event was not published`,
+    { effect: 'known', details: { last_seq: reader.resumedAfter } },
+  );
+}
+
+/**
+ * `replay.truncated`: Hermes no longer keeps every event after the reader's last one. The ones it
+ * lost (from the next number up to the oldest kept) are recorded; the kept ones follow and are read.
+ */
+function noteLoss(marker: HermesSseEvent, reader: StreamReader): void {
+  const from = reader.lastSeq === undefined ? 0 : reader.lastSeq + 1;
+  const oldest = marker.data['oldest_retained_seq'] ?? marker.data['oldest_seq'];
+  const known = typeof oldest === 'number' && Number.isSafeInteger(oldest);
+  if (known && oldest <= from) return;
+  const lost: EventsLostRange = { from_seq: from, to_seq: known ? oldest - 1 : null, after_events: reader.output.events.length, reason: 'replay_truncated' };
+  reader.output.events_lost = [...(reader.output.events_lost ?? []), lost];
+  // Awaited like a publication, so that a journal records the gap before the events after it.
+  reader.published = reader.onEventsLost?.(lost);
 }
 
 const SSE_ID_NUMBER = /^\d{1,15}$/;
@@ -228,9 +274,10 @@ export async function settle(call: OperationCall<RunEventsInput>, output: RunEve
 /** What resuming did before the reconciliation, for the failure message; empty for a stream without numbered events. */
 function resumptionText(output: RunEventsOutput): string {
   const resumed = output.resumed === undefined ? '' : ` after ${output.resumed} resumption${output.resumed === 1 ? '' : 's'} with ?last_seq=`;
-  if (output.resume_fallback === 'replay_truncated') return `${resumed} (Hermes' replay no longer reached back: replay.truncated)`;
-  if (output.resume_fallback === 'not_found') return `${resumed} (Hermes answered 404 to the resumption)`;
-  return resumed;
+  const lost = output.events_lost === undefined ? '' : ` (Hermes' replay no longer reached back: replay.truncated, see events_lost)`;
+  if (output.resume_fallback === 'not_found') return `${resumed}${lost} (Hermes answered 404 to the resumption)`;
+  if (output.resume_fallback === 'not_numbered') return `${resumed}${lost} (the resumed stream sent an event without a number)`;
+  return resumed + lost;
 }
 
 function howItEnded(end: StreamEnd, idleTimeoutMs: number): string {

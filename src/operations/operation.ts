@@ -11,7 +11,7 @@ import type { RunEvidence, RunEvidencePatch } from '../ledger/types.js';
 import type { JournalStore } from '../journal/types.js';
 import type { EndpointOffers } from '../discovery/offers.js';
 import type { EndpointOffer } from '../discovery/offer.js';
-import type { AipAction, AipActionResult, AipMessagePart, ExecutionContext, OperationName } from '../types.js';
+import type { AipAction, AipActionResult, AipMessagePart, EventsLostRange, ExecutionContext, OperationName } from '../types.js';
 
 /** Everything an operation needs for one invocation, after every gate has passed. */
 export interface OperationCall<Input = Record<string, unknown>> {
@@ -37,8 +37,8 @@ export interface OperationCall<Input = Record<string, unknown>> {
   readonly offers: EndpointOffers;
   /** run_events with the run journal on: where it reads the run's events instead of Hermes. */
   readonly journal?: JournalReading;
-  /** run_events for a journal's follower that took a run over: the stream resumes after this Hermes `seq`. */
-  readonly resumeAfterSeq?: number;
+  /** run_events for a journal's follower: told of each range of events Hermes no longer kept, before any event after it is published. */
+  readonly onEventsLost?: (lost: EventsLostRange) => Promise<void>;
 }
 
 /** The run journal as its readers see it. */

@@ -53,7 +53,7 @@ export const runEvents: Operation<RunEventsInput> = {
     let statusCode: number | undefined;
     let end: StreamEnd;
     try {
-      const response = await openStream(call, resumablePath(route.path, reader), headers, scope);
+      const response = await openStream(call, route.path, headers, scope, reader.resumedAfter);
       statusCode = response.statusCode;
       output.http_status = response.statusCode;
       end = await readStream(call, response, reader);
@@ -88,17 +88,22 @@ function eventsPatch(output: RunEventsOutput | undefined, now: number): RunEvide
   return typeof status === 'string' ? statusPatch({ status, updated_at: reconciled?.status?.updated_at }, now) : undefined;
 }
 
-/** GET of the event stream (`path` may carry `?last_seq=`); a non-2xx answer is thrown as its failure. */
+/**
+ * GET of the event stream, after `cursor` when there is one: as `?last_seq=` (upstream's branch, 0.22)
+ * and as `Last-Event-ID` (the SSE way, which 0.22 prefers); a non-2xx answer is thrown as its failure.
+ */
 async function openStream(
   call: OperationCall<RunEventsInput>,
   path: string,
   headers: ReturnType<typeof buildHeaders>,
   scope: CallScope,
+  cursor: number | undefined,
 ): Promise<ProviderResponse> {
   const { endpoint, config } = call;
+  const request = cursor === undefined ? { path, headers } : { path: `${path}?last_seq=${cursor}`, headers: { ...headers, 'last-event-id': String(cursor) } };
   const response = await sendRequest(
     call.pools.targetFor(endpoint),
-    { method: 'GET', path, headers, headersTimeoutMs: SSE_HEADERS_TIMEOUT_MS, bodyTimeoutMs: config.limits.sseIdleTimeoutMs },
+    { method: 'GET', ...request, headersTimeoutMs: SSE_HEADERS_TIMEOUT_MS, bodyTimeoutMs: config.limits.sseIdleTimeoutMs },
     scope,
   );
   call.onHttpStatus(response.statusCode);
@@ -108,9 +113,9 @@ async function openStream(
 
 /**
  * A stream cut before its terminal event, from a Hermes that numbers its events (`seq`, SSE `id:`),
- * is reopened with `?last_seq=<last seen>`, at most MAX_RESUMPTIONS times and within the call's
- * deadline (the scope). `replay.truncated` or a 404 ends resuming: the run is then reconciled
- * through its status, as a stream without numbers is.
+ * is reopened after the last one read, at most MAX_RESUMPTIONS times and within the call's deadline
+ * (the scope). A 404, or a resumed stream whose events turn out unnumbered, ends resuming: the run
+ * is then reconciled through its status, as a stream without numbers is. (Events Hermes no longer keeps are in `events_lost`, and reading goes on.)
  */
 async function resume(
   call: OperationCall<RunEventsInput>,
@@ -120,34 +125,26 @@ async function resume(
   first: StreamEnd,
 ): Promise<StreamEnd> {
   const { output } = reader;
-  if (first.kind === 'replay_truncated') {
-    output.resume_fallback = 'replay_truncated';
-    return CLOSED;
-  }
   let end = first;
-  while ((end.kind === 'closed' || end.kind === 'broken') && reader.lastSeq !== undefined && (output.resumed ?? 0) < MAX_RESUMPTIONS) {
+  while (
+    (end.kind === 'closed' || end.kind === 'broken') &&
+    reader.lastSeq !== undefined &&
+    output.resume_fallback === undefined &&
+    (output.resumed ?? 0) < MAX_RESUMPTIONS
+  ) {
     output.resumed = (output.resumed ?? 0) + 1;
     reader.resumedAfter = reader.lastSeq;
     let response: ProviderResponse;
     try {
-      response = await openStream(call, `${path}?last_seq=${reader.lastSeq}`, headers, reader.scope);
+      response = await openStream(call, path, headers, reader.scope, reader.lastSeq);
     } catch (error) {
       if (!(error instanceof HermesFailure && error.code === 'not_found')) throw error;
       output.resume_fallback = 'not_found';
       return end;
     }
     end = await readStream(call, response, reader);
-    if (end.kind === 'replay_truncated') {
-      output.resume_fallback = 'replay_truncated';
-      return CLOSED;
-    }
   }
   return end;
-}
-
-/** The stream's path, with `?last_seq=` when the call resumes a stream another reader started (a journal taken over). */
-function resumablePath(path: string, reader: StreamReader): string {
-  return reader.resumedAfter === undefined ? path : `${path}?last_seq=${reader.resumedAfter}`;
 }
 
 async function readStream(call: OperationCall<RunEventsInput>, response: ProviderResponse, reader: StreamReader): Promise<StreamEnd> {

@@ -7,7 +7,9 @@ import {
   type AipStreamChunk,
   type ExecutionContext,
   type HermesConnector,
+  type RunEventsOutput,
 } from '../../src/index.js';
+import type { SimulatorProfile } from '../../src/simulator/index.js';
 import type { ConnectorFactory } from '../../src/conformance/hermes/harness.js';
 import type { ScenarioId } from '../../src/conformance/kit/types.js';
 import { simulatedTarget, type SimulatedTarget } from './helpers.js';
@@ -24,7 +26,27 @@ function brokenInvoke(invoke: Invoke): ConnectorFactory {
 
 const operationOf = (action: AipAction) => action.capability_id.split(':').pop();
 
-const BREAKAGES: Array<{ how: string; scenario: ScenarioId; assertion: string; factory: ConnectorFactory }> = [
+/** A connector whose run_events input is rewritten on its way in. */
+const rewritingEvents = (rewrite: (input: Record<string, unknown>) => Record<string, unknown>) =>
+  brokenInvoke((inner, action, context) =>
+    inner.invoke(operationOf(action) === 'run_events' ? { ...action, input: rewrite(action.input as Record<string, unknown>) } : action, context),
+  );
+
+/** Answers every later read of a run with the events the first read of it delivered, again (a cache replayed); shared across restarts. */
+function repeatingEvents(): ConnectorFactory {
+  const seen = new Map<string, RunEventsOutput['events']>();
+  return brokenInvoke(async (inner, action, context) => {
+    const result = await inner.invoke(action, context);
+    if (operationOf(action) !== 'run_events') return result;
+    const runId = (action.input as { run_id: string }).run_id;
+    const output = result.output as RunEventsOutput | undefined;
+    const earlier = seen.get(runId);
+    if (!earlier) seen.set(runId, output?.events ?? []);
+    return earlier ? { ...result, output: { ...output, events: [...earlier, ...(output?.events ?? [])] } } : result;
+  });
+}
+
+const BREAKAGES: Array<{ how: string; scenario: ScenarioId; assertion: string; factory: ConnectorFactory; profile?: SimulatorProfile; reason?: RegExp }> = [
   {
     how: 'drops the second chunk of every stream',
     scenario: 'streaming_backpressure',
@@ -164,6 +186,29 @@ const BREAKAGES: Array<{ how: string; scenario: ScenarioId; assertion: string; f
     assertion: 'duplicate_effect_prevented',
     factory: (options) => createHermesConnector({ endpoints: [options.endpoint], logger: options.logger }),
   },
+  {
+    how: 'replays what it delivered before the restart (no replay at the pin)',
+    scenario: 'restart_reconnect',
+    assertion: 'reconnect_cursor_resumed',
+    factory: repeatingEvents(),
+    reason: /no_replay rule: .*event\(s\) were delivered twice/,
+  },
+  {
+    how: 'ignores the cursor, so a Hermes that replays (v0.22) sends the backlog again from the start',
+    scenario: 'restart_reconnect',
+    assertion: 'reconnect_cursor_resumed',
+    factory: rewritingEvents(({ last_seq: _ignored, ...input }) => input),
+    profile: 'v0.22',
+    reason: /replay rule: .*delivered again an event the cut stream had delivered/,
+  },
+  {
+    how: 'skips the first event after the cursor on a Hermes that replays (v0.22)',
+    scenario: 'restart_reconnect',
+    assertion: 'reconnect_cursor_resumed',
+    factory: rewritingEvents((input) => (typeof input['last_seq'] === 'number' ? { ...input, last_seq: input['last_seq'] + 1 } : input)),
+    profile: 'v0.22',
+    reason: /replay rule: .*dropped without events_lost/,
+  },
 ];
 
 let target: SimulatedTarget | undefined;
@@ -175,9 +220,10 @@ afterEach(async () => {
 describe('each assertion fails when the connector is broken in its way', { timeout: 30_000 }, () => {
   for (const breakage of BREAKAGES) {
     it(`${breakage.scenario}.${breakage.assertion}: a connector that ${breakage.how}`, async () => {
-      target = await simulatedTarget('pin', breakage.factory);
+      target = await simulatedTarget(breakage.profile ?? 'pin', breakage.factory);
       const evidence = await target.driver.exercise(breakage.scenario);
       expect(evidence.assertions[breakage.assertion]?.passed, evidence.assertions[breakage.assertion]?.reason).toBe(false);
+      if (breakage.reason) expect(evidence.assertions[breakage.assertion]?.reason).toMatch(breakage.reason);
     });
   }
 });

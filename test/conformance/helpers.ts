@@ -1,4 +1,4 @@
-import { startHermesSimulator, type HermesSimulator } from '../../src/simulator/index.js';
+import { startHermesSimulator, type HermesSimulator, type SimulatorProfile } from '../../src/simulator/index.js';
 import { createHermesDriver, defaultConnectorFactory } from '../../src/conformance/hermes/driver.js';
 import type { ConnectorFactory, ProviderAccess } from '../../src/conformance/hermes/harness.js';
 import { runBodies } from '../../src/conformance/hermes/run-bodies.js';
@@ -13,7 +13,7 @@ export interface SimulatedTarget {
 }
 
 /** The kit's driver against a fresh simulator, with the connector built by `factory`. */
-export async function simulatedTarget(profile: 'pin' | 'later' = 'pin', factory: ConnectorFactory = defaultConnectorFactory): Promise<SimulatedTarget> {
+export async function simulatedTarget(profile: SimulatorProfile = 'pin', factory: ConnectorFactory = defaultConnectorFactory): Promise<SimulatedTarget> {
   const simulator = await startHermesSimulator({ apiKey: KEY, profile, keepaliveMs: 1000, stepDelayMs: 5, streamLookupMs: 200 });
   const provider: ProviderAccess = {
     baseUrl: simulator.url,

@@ -1,6 +1,6 @@
 /**
  * A pass-through HTTP proxy on 127.0.0.1:0 in front of a real server: it records every request
- * (method and path), and can cut the next event stream after its first SSE frame (the response
+ * (method and path), and can cut the next event stream after its first SSE event (the response
  * ends cleanly at the proxy, and the upstream connection is dropped, as a vanished subscriber), or
  * lose the answer to the next run start (the server answers in full, the client's socket is destroyed).
  */
@@ -11,7 +11,7 @@ export interface RecordingProxy {
   readonly url: string;
   /** `METHOD /path` of every request, in arrival order. */
   readonly requests: string[];
-  /** The next `GET …/events` is ended after its first complete frame. */
+  /** The next `GET …/events` is ended after its first complete event frame (and any comment frame before it, such as 0.22's `: open`). */
   cutNextStreamAfterFirstFrame(): void;
   /**
    * The next `POST /v1/runs` reaches the server, which answers; the answer is read and then the
@@ -78,16 +78,33 @@ function relay(answer: IncomingMessage, res: ServerResponse): void {
   answer.pipe(res);
 }
 
-/** Forwards the head and the first `\n\n`-terminated frame, then ends the response and drops upstream. */
+/** Forwards the head and the frames up to the first `\n\n`-terminated event frame, then ends the response and drops upstream. */
 function relayFirstFrame(answer: IncomingMessage, res: ServerResponse): void {
   res.writeHead(answer.statusCode ?? 502, answer.headers);
   let buffered = '';
   answer.on('data', (chunk: Buffer) => {
     buffered += chunk.toString('utf8');
-    const end = buffered.indexOf('\n\n');
-    if (end === -1 || res.writableEnded) return;
-    res.end(buffered.slice(0, end + 2));
+    const end = endOfFirstEvent(buffered);
+    if (end === undefined || res.writableEnded) return;
+    res.end(buffered.slice(0, end));
     answer.destroy();
   });
   answer.on('end', () => res.end());
+}
+
+/** Where the first frame with a field line (not only `:` comments) ends, once it is complete. */
+function endOfFirstEvent(text: string): number | undefined {
+  let start = 0;
+  for (;;) {
+    const end = text.indexOf('\n\n', start);
+    if (end === -1) return undefined;
+    if (
+      text
+        .slice(start, end)
+        .split('\n')
+        .some((line) => line !== '' && !line.startsWith(':'))
+    )
+      return end + 2;
+    start = end + 2;
+  }
 }

@@ -65,6 +65,11 @@ function expectError(result: AipActionResult, expected: Expected): void {
   expect(JSON.stringify(result)).not.toContain(API_KEY);
 }
 
+/** A run_events failure the connector decided from the stream itself: never retryable, no provider status or code. */
+function expectRunEventsFailure(result: AipActionResult, code: string, category = 'connector'): void {
+  expectError(result, { code, category, retryable: false, uncertain: false, remote_status: undefined, provider_code: undefined, operation: 'run_events' });
+}
+
 /** Runs `call` and returns its result with the number of requests the simulator received meanwhile. */
 async function counted(h: Harness, call: () => Promise<AipActionResult>): Promise<{ result: AipActionResult; requests: number }> {
   const before = h.sim.requests.length;
@@ -905,15 +910,7 @@ describe('stream outcomes (connector)', () => {
       ],
     });
     const { result, requests } = await counted(h, () => h.invoke({ capability_id: h.cap('run_events'), input: { run_id: runId } }));
-    expectError(result, {
-      code: 'stream_failed',
-      category: 'connector',
-      retryable: false,
-      uncertain: false,
-      remote_status: undefined,
-      provider_code: undefined,
-      operation: 'run_events',
-    });
+    expectRunEventsFailure(result, 'stream_failed');
     expect(requests).toBe(1);
     const output = result.output as { terminal: boolean; terminal_event: string; text: string; events: Array<{ event: string }> };
     expect(output.terminal).toBe(true);
@@ -929,15 +926,7 @@ describe('stream outcomes (connector)', () => {
     const h = await harness({ simulator: { profile: 'later' } });
     const runId = await h.startRun({ input: 'hi', sim_script: [{ type: 'delta', text: 'half' }, { type: 'interrupted' }] });
     const { result, requests } = await counted(h, () => h.invoke({ capability_id: h.cap('run_events'), input: { run_id: runId } }));
-    expectError(result, {
-      code: 'run_interrupted',
-      category: 'connector',
-      retryable: false,
-      uncertain: false,
-      remote_status: undefined,
-      provider_code: undefined,
-      operation: 'run_events',
-    });
+    expectRunEventsFailure(result, 'run_interrupted');
     expect(requests).toBe(1);
     expect(result.error?.message).toContain('may have acted');
     const output = result.output as { terminal: boolean; terminal_event: string; text: string; reconciliation?: unknown };
@@ -953,15 +942,7 @@ describe('stream outcomes (connector)', () => {
     const steps = [1, 2, 3, 4, 5].map((n) => ({ type: 'delta', text: `d${n} ` }));
     const runId = await h.startRun({ input: 'hi', sim_script: [...steps, { type: 'complete', output: 'done' }] });
     const { result, requests } = await counted(h, () => h.invoke({ capability_id: h.cap('run_events'), input: { run_id: runId, max_events: 2 } }));
-    expectError(result, {
-      code: 'stream_truncated',
-      category: 'connector',
-      retryable: false,
-      uncertain: false,
-      remote_status: undefined,
-      provider_code: undefined,
-      operation: 'run_events',
-    });
+    expectRunEventsFailure(result, 'stream_truncated');
     expect(requests).toBe(1);
     const output = result.output as { truncated: boolean; terminal: boolean; events: unknown[]; text: string };
     expect(output.truncated).toBe(true);
@@ -993,15 +974,7 @@ describe('stream outcomes (connector)', () => {
     };
     const before = h.sim.requests.length;
     const result = await h.invoke({ capability_id: h.cap('run_events'), input: { run_id: runId } }, { onChunk });
-    expectError(result, {
-      code: 'stream_incomplete',
-      category: 'connector',
-      retryable: false,
-      uncertain: false,
-      remote_status: undefined,
-      provider_code: undefined,
-      operation: 'run_events',
-    });
+    expectRunEventsFailure(result, 'stream_incomplete');
     // events, the approval, and the reconciliation read
     expect(h.sim.requests.slice(before).map((request) => `${request.method} ${request.path}`)).toEqual([
       `GET /v1/runs/${runId}/events`,
@@ -1018,6 +991,19 @@ describe('stream outcomes (connector)', () => {
 });
 
 describe('no message or detail carries a provider body, a header value or the API key', () => {
+  it('resume_unsupported: last_seq against a Hermes whose events carry no number (0.20.1)', async () => {
+    const h = await harness({ simulator: { profile: 'v0.20', streamLookupMs: 100 } });
+    const runId = await h.startRun({
+      input: 'hi',
+      sim_script: [{ type: 'delta', text: 'unnumbered' }, { type: 'approval', command: 'ls' }, { type: 'complete' }],
+    });
+    const { result, requests } = await counted(h, () => h.invoke({ capability_id: h.cap('run_events'), input: { run_id: runId, last_seq: 3 } }));
+    expectRunEventsFailure(result, 'resume_unsupported', 'permanent');
+    expect(requests).toBe(1);
+    expect(result.error?.details?.['last_seq']).toBe(3);
+    expect((h.chunks.get(result.action_id) ?? []).map((chunk) => chunk.kind)).toEqual(['error']);
+  });
+
   it('injected body text and header values stay out of the result', async () => {
     const h = await harness();
     const secretBody = 'PROVIDER-SECRET-BODY-TEXT';

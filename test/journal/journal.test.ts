@@ -34,6 +34,7 @@ const harness = harnessFactory({ simulator: { streamLookupMs: 100 } });
 const output = (result: AipActionResult) => result.output as RunEventsOutput;
 const names = (result: AipActionResult) => output(result).events.map((event) => event.event);
 const simulatedNames = (h: Harness, runId: string) => (h.sim.run(runId)?.events ?? []).map((event) => event['event']);
+const simulatedSeqs = (h: Harness, runId: string) => (h.sim.run(runId)?.events ?? []).map((event) => event['seq'] as number);
 
 /** Deltas, a pause long enough for readers and takeovers to join while the run goes on, then the end. */
 const slowScript = (pauseMs = 1500) => [
@@ -84,19 +85,58 @@ describe.each(DURABLE_BACKENDS)('run journal on $name', (backend) => {
     expect(h.chunks.get(rest.action_id)?.[0]?.data).toEqual({ hermes_sse: output(rest).events[0] });
   });
 
-  it('a follower whose process died is taken over by another replica, which resumes with last_seq: the journal is whole', async () => {
-    const { h, store } = await journaled({}, 'later');
-    const runId = await h.startRun({ input: 'takeover', sim_script: slowScript(2500) });
+  it.each(['later', 'v0.22'] as const)(
+    'a follower whose process died is taken over by another replica, which resumes after its last seq (%s): the journal is whole',
+    async (profile) => {
+      const { h, store } = await journaled({}, profile);
+      const runId = await h.startRun({ input: 'takeover', sim_script: slowScript(2500) });
+      expect(names(await readEvents(h, runId, { max_events: 1 }))).toHaveLength(1);
+      await h.connector.close();
+      const b = replica(h, store);
+      try {
+        const all = await readEvents(b, runId);
+        expect(all.status, JSON.stringify(all.error)).toBe('completed');
+        expect(names(all)).toEqual(simulatedNames(h, runId));
+        expect(output(all).events.map((event) => event.data['seq'])).toEqual(simulatedSeqs(h, runId));
+        expect(output(all).journal?.events_lost).toBeUndefined();
+        const resumed = h.sim.requests.find((request) => request.rawPath.includes('last_seq='));
+        expect(resumed?.headers['last-event-id']).toBe(resumed?.rawPath.split('last_seq=')[1]);
+      } finally {
+        await b.connector.close();
+      }
+    },
+  );
+
+  it('a takeover that Hermes (v0.22) can no longer replay in full records which seqs were lost, and journals the kept events after them', async () => {
+    const store = await backend.create();
+    const h = await harness({
+      simulator: { profile: 'v0.22', replayRetainedEvents: 2 },
+      connector: { ledger: store.ledger, journal: { leaseMs: 200 } },
+    });
+    const steps = [
+      { type: 'delta', text: 'one ' },
+      { type: 'sleep', ms: 300 },
+      ...['two ', 'three ', 'four ', 'five '].map((text) => ({ type: 'delta', text })),
+      { type: 'sleep', ms: 1500 },
+      { type: 'complete', output: 'done' },
+    ];
+    const runId = await h.startRun({ input: 'takeover', sim_script: steps });
     expect(names(await readEvents(h, runId, { max_events: 1 }))).toHaveLength(1);
     await h.connector.close();
+    await eventually(() => (simulatedNames(h, runId).length >= 5 ? true : undefined), 'the deltas emitted while no follower reads');
     const b = replica(h, store);
     try {
       const all = await readEvents(b, runId);
       expect(all.status, JSON.stringify(all.error)).toBe('completed');
-      expect(names(all)).toEqual(simulatedNames(h, runId));
-      expect(output(all).events.map((event) => event.data['seq'])).toEqual(simulatedNames(h, runId).map((_, index) => index + 1));
-      expect(output(all).journal?.events_lost).toBeUndefined();
-      expect(h.sim.requests.some((request) => request.rawPath.includes('last_seq='))).toBe(true);
+      const journaled = output(all).events.map((event) => event.data['seq'] as number);
+      const missing = simulatedSeqs(h, runId).filter((seq) => !journaled.includes(seq));
+      expect(missing.length).toBeGreaterThan(0);
+      const [from, to] = [missing[0] as number, missing.at(-1) as number];
+      expect(missing).toEqual(simulatedSeqs(h, runId).filter((seq) => seq >= from && seq <= to));
+      expect(output(all).journal?.events_lost).toEqual([
+        { after_sequence: journaled.filter((seq) => seq < from).length, reason: `replay_truncated: Hermes no longer kept seq ${from}..${to}` },
+      ]);
+      expect(journaled).toEqual(simulatedSeqs(h, runId).filter((seq) => seq < from || seq > to));
     } finally {
       await b.connector.close();
     }

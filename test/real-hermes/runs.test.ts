@@ -191,12 +191,29 @@ describeEachRelease('real Hermes %s', { timeout: SCENARIO_TIMEOUT_MS }, (version
     await eventually(() => processesWorkingIn(endpoint.hermes.scratchDir).length === 0 || undefined, 'the interrupted command to exit', 500);
   });
 
-  test('a stream cut after its first chunk is incomplete and reconciled; a second subscription gets not_found', async () => {
+  test('a stream cut after its first chunk is resumed after its seq where Hermes numbers events, else incomplete and reconciled; a second subscription replays or gets not_found', async () => {
     endpoint.scratchFolder('cut-me');
     const runId = await h.startRun({ input: 'Run the shell command: rm -rf ./cut-me' });
     endpoint.proxy.cutNextStreamAfterFirstFrame();
-    const { events, output } = await readEvents(runId);
+    // Where the read resumes, the run reaches its approval within it: denied as it comes.
+    const { events, output, reaction } = await readEvents(runId, { kind: 'pending_approval', act: () => answer(runId, 'deny') });
+    expect(output?.events[0]?.event, JSON.stringify(events.error)).toBe('tool.started');
+    const seqs = output.events.map((event) => event.data['seq']);
 
+    if (typeof seqs[0] === 'number') {
+      // 0.22 numbers its events: the cut read resumed after seq 0 and got every later event once.
+      expect(events.status, JSON.stringify(events.error)).toBe('completed');
+      expect(output.resumed).toBe(1);
+      expect(reaction?.status).toBe('completed');
+      expect(seqs).toEqual(seqs.map((_, index) => index));
+      expect(output.terminal_event).toBe('run.completed');
+      // It keeps them: a later subscription replays them from the start, where 0.20.1 answered 404.
+      const again = await h.invoke({ capability_id: h.cap('run_events'), input: { run_id: runId } });
+      expect(again.status, JSON.stringify(again.error)).toBe('completed');
+      expect((again.output as RunEventsOutput).events.map((event) => event.data['seq'])).toEqual(seqs);
+      return;
+    }
+    expect(reaction).toBeUndefined();
     expect(events.status).toBe('failed');
     expect(events.error?.code).toBe(`${PREFIX}stream_incomplete`);
     expect(output.terminal).toBe(false);

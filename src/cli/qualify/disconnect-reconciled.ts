@@ -2,20 +2,24 @@ import type { HermesSseEvent, RunEventsOutput } from '../../index.js';
 import { describeResult, pause, resultEvidence, type EndpointSession } from './session.js';
 import { CheckFailed, type Check, type CheckEvidence } from './types.js';
 import { errorCode } from '../../failures.js';
+import { eventKey, reconnectRule, resumptionProblem } from './resumption.js';
 
 const NOT_FOUND = errorCode('not_found');
 /** Lets Hermes notice the closed subscriber (and drop the run's queue) before the second subscription. */
 const SETTLE_MS = 250;
 /** One second subscription waits at most this long before it is given up and tried again. */
 const ATTEMPT_MS = 5_000;
+/** How long a resumed read of the still-active run is followed: the events missed by then are judged. */
+const RESUME_MS = 2_000;
 
 /**
  * (7) A stream cut by its consumer after the first chunk: the connector must not report it as
- * complete, a second subscription gets not_found (Hermes has no replay), and run_status reconciles.
+ * complete; where the endpoint numbers its events, a reconnect after the last one delivers exactly
+ * the missed events, else a second subscription gets not_found and repeats nothing; run_status reconciles.
  */
 export const disconnectReconciled: Check = {
   id: 'disconnect_reconciled',
-  title: 'a disconnected stream is reconciled through status without claiming replay',
+  title: 'a disconnected stream is resumed exactly where Hermes replays, else reconciled through status without claiming replay',
   async run(session, evidence) {
     const { runId } = await session.startRun('long');
     evidence['run_id'] = runId;
@@ -53,17 +57,52 @@ export const disconnectReconciled: Check = {
       );
     }
 
-    if (session.settings.journal) await resumeFromJournal(session, runId, firstOutput?.events ?? [], evidence);
-    else await resubscribe(session, runId, firstOutput?.events ?? [], evidence);
+    const delivered = firstOutput?.events ?? [];
+    const { cursor, ...rule } = reconnectRule(delivered);
+    if (session.settings.journal) {
+      evidence['rule'] = { applied: 'journal', why: 'the connector keeps a run event journal: the consumer resumes in it with after_sequence' };
+      await resumeFromJournal(session, runId, delivered, evidence);
+    } else {
+      evidence['rule'] = rule;
+      if (cursor === undefined) await resubscribe(session, runId, delivered, evidence);
+      else await resumeAfter(session, runId, delivered, cursor, evidence);
+    }
 
     const status = await session.readStatus(runId);
     evidence['reconciled_status'] = { run_id: status['run_id'], status: status['status'], last_event: status['last_event'] ?? null };
     if (status['run_id'] !== runId) throw new CheckFailed(`run_status of ${runId} answered for run ${String(status['run_id'])}`);
-    evidence['interpretation'] = session.settings.journal
-      ? "the connector's run journal kept the events: the consumer resumed after those it had, and a reader from the first gets them again"
-      : 'events after the cut are lost to this consumer; the run itself is known only through run_status';
+    evidence['interpretation'] = interpretation(session.settings.journal === true, cursor);
   },
 };
+
+function interpretation(journal: boolean, cursor: number | undefined): string {
+  if (journal) return "the connector's run journal kept the events: the consumer resumed after those it had, and a reader from the first gets them again";
+  if (cursor !== undefined) return `Hermes numbers and replays its events: the consumer resumed after seq ${cursor} and got the events it missed, each once`;
+  return 'events after the cut are lost to this consumer; the run itself is known only through run_status';
+}
+
+/**
+ * Where Hermes numbers its events, the consumer reconnects with the last `seq` it got (`last_seq`):
+ * within the attempt's time it must get the events after it, contiguous, none it had, none twice,
+ * a gap only where `events_lost` names it, and no claim of completion without the terminal event.
+ */
+async function resumeAfter(session: EndpointSession, runId: string, delivered: HermesSseEvent[], cursor: number, evidence: CheckEvidence): Promise<void> {
+  const resumed = await session.invoke('run_events', { run_id: runId, last_seq: cursor }, { deadline: Math.min(session.deadline, Date.now() + RESUME_MS) });
+  const output = resumed.output as RunEventsOutput | undefined;
+  const events = output?.events ?? [];
+  evidence['resumed'] = {
+    ...resultEvidence(resumed),
+    last_seq: cursor,
+    event_names: events.map((event) => event.event),
+    seqs: events.map((event) => event.data['seq'] ?? event.id ?? null),
+    events_lost: output?.events_lost ?? [],
+  };
+  if (!output) throw new CheckFailed(`resuming run ${runId} after seq ${cursor} read no stream: ${describeResult(resumed)}`);
+  if (resumed.status === 'completed' && output.terminal !== true)
+    throw new CheckFailed(`resuming run ${runId} was reported completed without a terminal event`);
+  const problem = resumptionProblem(cursor, delivered, output);
+  if (problem !== undefined) throw new CheckFailed(`resuming run ${runId} after seq ${cursor}: ${problem}`);
+}
 
 /**
  * With the run journal on, Hermes is not subscribed to again: the consumer resumes after the events
@@ -120,8 +159,4 @@ async function resubscribe(session: EndpointSession, runId: string, delivered: H
       );
     }
   }
-}
-
-function eventKey(event: HermesSseEvent): string {
-  return `${event.event}@${String(event.data['timestamp'])}`;
 }

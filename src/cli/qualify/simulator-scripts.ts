@@ -16,8 +16,11 @@ export function simulatorScripts(scratchCommand: string): SimulatorScripts {
       { type: 'delta', text: ' Done.' },
       { type: 'complete', output: 'Removing the scratch folder. Done.' },
     ],
+    // Events after the first, so that a consumer cut after it has events to miss.
     long: [
       { type: 'delta', text: 'Working' },
+      { type: 'delta', text: ' on' },
+      { type: 'delta', text: ' it' },
       { type: 'sleep', ms: 120_000 },
       { type: 'complete', output: 'Working late' },
     ],

@@ -147,10 +147,12 @@ export class Harness {
   }
 
   /** run_events for a run, chunks collected; the run's single event queue counts as read. */
-  async readEvents(connector: HermesConnector, runId: string, options: InvokeOptions & { maxEvents?: number } = {}): Promise<Invocation> {
+  async readEvents(connector: HermesConnector, runId: string, options: InvokeOptions & { maxEvents?: number; lastSeq?: number } = {}): Promise<Invocation> {
     const run = this.runs.get(runId);
     if (run) run.read = true;
-    const input = options.maxEvents === undefined ? { run_id: runId } : { run_id: runId, max_events: options.maxEvents };
+    const input: Record<string, unknown> = { run_id: runId };
+    if (options.maxEvents !== undefined) input['max_events'] = options.maxEvents;
+    if (options.lastSeq !== undefined) input['last_seq'] = options.lastSeq;
     return this.invoke(connector, 'run_events', input, options);
   }
 

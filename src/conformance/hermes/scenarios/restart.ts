@@ -1,9 +1,12 @@
-import { createMemoryLedger, type HermesSseEvent, type RunEventsOutput } from '../../../index.js';
+import { createMemoryLedger, type HermesConnector, type HermesSseEvent, type RunEventsOutput } from '../../../index.js';
 import type { ScenarioEvidence } from '../../kit/types.js';
-import { codeOf, outcome, type Harness } from '../harness.js';
+import { codeOf, outcome, type Harness, type Invocation } from '../harness.js';
+import { eventKey, reconnectRule, resumptionProblem } from '../../../cli/qualify/resumption.js';
 
 /** Lets Hermes notice the closed subscriber before the connector subscribes again. */
 const SETTLE_MS = 250;
+/** How long a resumed read of the still-active run is followed: the events missed by then are judged. */
+const RESUME_ATTEMPT_MS = 3_000;
 
 /**
  * The kit restarts the connector (close it, build a new one over the same ledger, as a host
@@ -29,17 +32,13 @@ export async function restartReconnect(h: Harness): Promise<ScenarioEvidence> {
   const redelivered = await h.send(after, run.action);
   const noDuplicate = redelivered.requests.length === 0 && (redelivered.result.output as { run_id?: unknown } | undefined)?.run_id === run.runId;
 
-  await h.clock.sleep(SETTLE_MS);
-  const again = await h.readEvents(after, run.runId);
-  const delivered = new Set(((first.result.output as RunEventsOutput | undefined)?.events ?? []).map(eventKey));
+  const delivered = (first.result.output as RunEventsOutput | undefined)?.events ?? [];
+  const { cursor, ...rule } = reconnectRule(delivered);
+  const reconnect = cursor === undefined ? await resubscribed(h, after, run.runId, delivered) : await resumed(h, after, run.runId, delivered, cursor);
+  const { again } = reconnect;
   const secondEvents = (again.result.output as RunEventsOutput | undefined)?.events ?? [];
-  const replayed = secondEvents.filter((event) => delivered.has(eventKey(event)));
   const status = await h.status(after, run.runId);
-  const honest = first.result.status !== 'completed' && replayed.length === 0 && again.result.receipt?.['replayed'] !== true && status !== undefined;
-  const gap =
-    codeOf(again.result) === 'not_found'
-      ? 'Hermes answered not_found: it keeps no replay cursor, and the connector reported the gap instead of a resumed stream'
-      : `the second subscription answered ${codeOf(again.result) ?? again.result.status} without any event the cut stream had delivered`;
+  const honest = first.result.status !== 'completed' && reconnect.problem === undefined && again.result.receipt?.['replayed'] !== true && status !== undefined;
 
   return {
     source: h.provider.source,
@@ -59,8 +58,8 @@ export async function restartReconnect(h: Harness): Promise<ScenarioEvidence> {
       reconnect_cursor_resumed: outcome(
         honest,
         honest
-          ? `decided by the connector, not by a cursor: the pinned Hermes has no replay cursor. The cut stream was not reported complete; ${gap}; run_status then gave the run's state (${String(status)})`
-          : `the cut stream answered ${first.result.status}; ${replayed.length} event(s) were delivered twice; the run's status ${status === undefined ? 'could not be read' : 'was read'}`,
+          ? `${rule.applied} rule (${rule.why}). The cut stream was not reported complete; ${reconnect.summary}; run_status then gave the run's state (${String(status)})`
+          : `${rule.applied} rule: the cut stream answered ${first.result.status}; ${reconnect.problem ?? 'the reconnect claimed a replay'}; the run's status ${status === undefined ? 'could not be read' : 'was read'}`,
       ),
     },
     artifacts: [run.action.id, run.runId, first.action.id, again.action.id, ...statusReads.map((request) => request.id)],
@@ -71,14 +70,46 @@ export async function restartReconnect(h: Harness): Promise<ScenarioEvidence> {
     observations: {
       cut_stream: { action_id: first.action.id, status: first.result.status, code: first.result.error?.code ?? null, chunks: first.chunks.length },
       recovered_binding: recovered ? { action_id: recovered.action_id, run_id: recovered.run_id, last_status: recovered.last_status } : null,
-      resubscription: { action_id: again.action.id, code: again.result.error?.code ?? null, events: secondEvents.length, replayed_events: replayed.length },
+      resubscription: {
+        action_id: again.action.id,
+        code: again.result.error?.code ?? null,
+        events: secondEvents.length,
+        seqs: secondEvents.map((event) => event.data['seq'] ?? event.id ?? null),
+        events_lost: (again.result.output as RunEventsOutput | undefined)?.events_lost ?? [],
+      },
       status_after: status ?? null,
-      cursor: 'none: Hermes at the pin drops a run’s event queue once its first reader leaves, so no resume is claimed',
+      rule: { applied: rule.applied, why: rule.why },
+      cursor: cursor ?? null,
     },
     detail: 'a connector restart over a surviving ledger, mid-run, with the stream cut',
   };
 }
 
-function eventKey(event: HermesSseEvent): string {
-  return `${event.event}@${String(event.data['timestamp'])}`;
+interface Reconnect {
+  again: Invocation;
+  /** What the reconnect got wrong, if anything. */
+  problem: string | undefined;
+  summary: string;
+}
+
+/** No numbered events: a fresh subscription must repeat nothing the cut stream delivered (not_found, or only later events). */
+async function resubscribed(h: Harness, connector: HermesConnector, runId: string, delivered: HermesSseEvent[]): Promise<Reconnect> {
+  await h.clock.sleep(SETTLE_MS);
+  const again = await h.readEvents(connector, runId);
+  const had = new Set(delivered.map(eventKey));
+  const replayed = ((again.result.output as RunEventsOutput | undefined)?.events ?? []).filter((event) => had.has(eventKey(event)));
+  const summary =
+    codeOf(again.result) === 'not_found'
+      ? 'Hermes answered not_found: it keeps no replay cursor, and the connector reported the gap instead of a resumed stream'
+      : `the second subscription answered ${codeOf(again.result) ?? again.result.status} without any event the cut stream had delivered`;
+  return { again, problem: replayed.length > 0 ? `${replayed.length} event(s) were delivered twice` : undefined, summary };
+}
+
+/** Numbered events: the new connector resumes after the last `seq` delivered, and must deliver exactly the missed events within the attempt. */
+async function resumed(h: Harness, connector: HermesConnector, runId: string, delivered: HermesSseEvent[], cursor: number): Promise<Reconnect> {
+  const again = await h.readEvents(connector, runId, { lastSeq: cursor, context: { deadline: h.clock.now() + RESUME_ATTEMPT_MS } });
+  const output = again.result.output as RunEventsOutput | undefined;
+  const problem = output ? resumptionProblem(cursor, delivered, output) : `the resumption read no stream (${codeOf(again.result) ?? again.result.status})`;
+  const summary = `resumed after seq ${cursor}, it delivered ${output?.events.length ?? 0} event(s), contiguous and none repeated${output?.events_lost ? ', with the ones Hermes no longer kept named in events_lost' : ''}`;
+  return { again, problem, summary };
 }
