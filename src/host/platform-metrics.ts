@@ -8,6 +8,7 @@ import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import { OPERATION_NAMES } from '../contract/aip.js';
 import { PACKAGE_VERSION } from '../internal/package-info.js';
+import { operationOfRequest } from '../operations/operation.js';
 
 /** Seconds, from a cached Hermes read (a few ms) to a run_start waiting on a model (minutes). */
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
@@ -118,20 +119,8 @@ function originOf(origin: string | URL | undefined): string {
   return typeof origin === 'string' ? origin : origin.origin;
 }
 
-const RUN_ROUTE = /^\/v1\/runs\/[^/]+(\/events|\/approval|\/stop|\/steer)?$/;
-const RUN_SUFFIX_OPERATIONS: Record<string, string> = {
-  '': 'run_status',
-  '/events': 'run_events',
-  '/approval': 'run_approval',
-  '/stop': 'run_stop',
-  '/steer': 'run_steer',
-};
-
-/** The Hermes operation of a request, from its route (the run id never leaves this function); `other` for any other route. */
+/** The Hermes operation of a request (`health` for the health probe, `other` for any other route). */
 function providerOperation(method: string, path: string): string {
-  const route = path.split('?', 1)[0] ?? '';
-  if (route === '/health') return 'health';
-  if (route === '/v1/runs') return method === 'POST' ? 'run_start' : 'other';
-  const match = RUN_ROUTE.exec(route);
-  return match === null ? 'other' : (RUN_SUFFIX_OPERATIONS[match[1] ?? ''] ?? 'other');
+  if (path.split('?', 1)[0] === '/health') return 'health';
+  return operationOfRequest(method, path) ?? 'other';
 }

@@ -101,18 +101,34 @@ export const RUNS_ROUTE: Route = { path: '/v1/runs', template: '/v1/runs' };
 
 /** The run handle as one percent-encoded path segment (schema already refused control characters, '.' and '..'). */
 export function runRoute(runId: string, suffix: RunRouteSuffix): Route {
-  return { path: `/v1/runs/${encodeURIComponent(runId)}${suffix}`, template: RUN_TEMPLATES[suffix] };
+  return { path: `/v1/runs/${encodeURIComponent(runId)}${suffix}`, template: RUN_ROUTES[suffix].template };
 }
 
 type RunRouteSuffix = '' | '/events' | '/approval' | '/stop' | '/steer';
 
-const RUN_TEMPLATES: Record<RunRouteSuffix, string> = {
-  '': '/v1/runs/{run_id}',
-  '/events': '/v1/runs/{run_id}/events',
-  '/approval': '/v1/runs/{run_id}/approval',
-  '/stop': '/v1/runs/{run_id}/stop',
-  '/steer': '/v1/runs/{run_id}/steer',
+/** Each route on one run: its template for traces, and the operation that sends it. */
+const RUN_ROUTES: Record<RunRouteSuffix, { template: string; operation: OperationName }> = {
+  '': { template: '/v1/runs/{run_id}', operation: 'run_status' },
+  '/events': { template: '/v1/runs/{run_id}/events', operation: 'run_events' },
+  '/approval': { template: '/v1/runs/{run_id}/approval', operation: 'run_approval' },
+  '/stop': { template: '/v1/runs/{run_id}/stop', operation: 'run_stop' },
+  '/steer': { template: '/v1/runs/{run_id}/steer', operation: 'run_steer' },
 };
+
+const RUN_PATH = /^\/v1\/runs\/[^/]+(\/[a-z]+)?$/;
+
+/**
+ * The operation that sends a request with this method and path (query ignored), read from the same
+ * routes the operations build; undefined for any other request. The run id never leaves here.
+ */
+export function operationOfRequest(method: string, path: string): OperationName | undefined {
+  const route = path.split('?', 1)[0] ?? '';
+  if (route === RUNS_ROUTE.path) return method === 'POST' ? 'run_start' : undefined;
+  const match = RUN_PATH.exec(route);
+  if (match === null) return undefined;
+  const suffix = match[1] ?? '';
+  return Object.hasOwn(RUN_ROUTES, suffix) ? RUN_ROUTES[suffix as RunRouteSuffix].operation : undefined;
+}
 
 export function checkRunId(runId: string): void {
   if (!runId.isWellFormed()) throw new HermesFailure('invalid_input', '`run_id` is not well-formed Unicode');
