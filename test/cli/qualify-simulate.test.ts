@@ -51,8 +51,8 @@ describe('hermes-aip qualify --simulate --out DIR (what npm start runs)', { time
     const evidence = readEvidence(out);
     expect(evidence['target']).toMatchObject({ kind: 'simulator', simulator_profile: 'v0.19' });
     expect(evidence.endpoints[0]?.hermes.version).toBe('0.19.0+aip-simulator');
-    // The v0.19 profile serves no GET /v1/capabilities: nothing beyond the pin is assumed.
-    expect(evidence.endpoints[0]?.offer).toMatchObject({ source: 'not_served', durable_run_idempotency: null, run_steer: false });
+    // Hermes 0.19.0 declares neither durable run idempotency nor steer.
+    expect(evidence.endpoints[0]?.offer).toMatchObject({ source: 'capabilities', durable_run_idempotency: null, run_steer: false });
   });
 
   it('passes checks 4 and 5 against the v0.22 profile, where the runs of a session take turns, and records that', async () => {

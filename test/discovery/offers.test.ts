@@ -21,8 +21,20 @@ describe('offers() against the simulator', () => {
     expect(h.sim.requests.filter((request) => request.path === '/v1/capabilities')).toHaveLength(1);
   });
 
+  it('the earlier profiles declare what their releases declare: v0.20 steer alone, v0.19 and the pin neither', async () => {
+    for (const [profile, steer] of [
+      ['v0.20', true],
+      ['v0.19', false],
+      ['pin', false],
+    ] as const) {
+      const h = await harness({ simulator: { profile } });
+      const offers = await h.connector.offers();
+      expect(offers['local'], profile).toMatchObject({ source: 'capabilities', durable_run_idempotency: null, run_steer: steer });
+    }
+  });
+
   it('an endpoint that does not serve a declaration (404) offers nothing beyond the pin', async () => {
-    const h = await harness({ simulator: { profile: 'v0.20' } });
+    const h = await harness({ simulator: { profile: 'later' } });
     const offers = await h.connector.offers();
     expect(offers['local']).toMatchObject({ source: 'not_served', durable_run_idempotency: null, run_steer: false });
   });

@@ -99,14 +99,14 @@ describe('run_steer against an endpoint that declares it (v0.22)', () => {
   });
 });
 
-describe('run_steer against an endpoint that does not declare it (v0.20)', () => {
+describe('run_steer against an endpoint that does not declare it (the pin: Hermes 0.18.2)', () => {
   it('is refused as unsupported_capability without sending the steer', async () => {
-    const h = await harness({ simulator: { profile: 'v0.20' } });
+    const h = await harness({ simulator: { profile: 'pin' } });
     const runId = await h.startRun({ input: 'work', sim_script: script.long() });
     const result = await steer(h, runId);
     expect(result.status).toBe('failed');
     expect(result.error).toMatchObject({ code: `${PREFIX}unsupported_capability`, category: 'permanent', retryable: false });
-    expect(result.error?.details).toMatchObject({ operation: 'run_steer', offer_source: 'not_served' });
+    expect(result.error?.details).toMatchObject({ operation: 'run_steer', offer_source: 'capabilities' });
     expect(result.error?.details?.remote_status).toBeUndefined();
     expect(steerRequests(h)).toEqual([]);
     expect(h.sim.requests.filter((request) => request.path === '/v1/capabilities')).toHaveLength(1);

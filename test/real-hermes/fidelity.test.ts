@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startFakeModel, type FakeModel } from 'aip-connector-hermes-agent/fake-model';
 import { startHermesSimulator, type HermesSimulator, type RunStep, type SimulatorProfile } from 'aip-connector-hermes-agent/simulator';
 import { textDeltas } from '../../src/fake-model/reply.js';
+import { PROFILE_TRAITS } from '../../src/simulator/hermes/profiles.js';
 import { startRealHermes, type RealHermes } from '../helpers/real-hermes.js';
 import { HERMES_VERSIONS, START_TIMEOUT_MS } from './support.js';
 import { TranscriptClient, type Entry, type Server } from './transcript.js';
@@ -76,6 +77,10 @@ const manyDeltasRun = (count: number): RunPair => {
 const unique = () => randomBytes(4).toString('hex');
 
 const SCENARIOS: Record<string, (play: Play) => Promise<void>> = {
+  async 'the declaration: GET /v1/capabilities, runs API only'({ client }) {
+    await client.capabilities();
+  },
+
   async 'a text run: 202, events, status'({ client, start }) {
     const runId = await start(wordRun('ready'));
     await client.events(runId);
@@ -165,9 +170,25 @@ const SCENARIOS: Record<string, (play: Play) => Promise<void>> = {
   },
 };
 
+/** Played against the releases that declare and serve steer: 0.20.1 and 0.22. */
+const STEER_SCENARIOS: Record<string, (play: Play) => Promise<void>> = {
+  async 'steer during a running tool, then a stop'({ client, start }) {
+    const runId = await start(sleepRun);
+    const stream = client.openEvents(runId);
+    await stream.waitFor('tool.started');
+    await client.steer(runId, {});
+    await client.steer(runId, { message: 'Also say hello.' });
+    await client.status(runId);
+    await client.stop(runId);
+    await client.recordStatusesUntilTerminal(runId);
+    await client.recordEvents(stream);
+    await client.steer(runId, { input: 'Too late.' });
+  },
+};
+
 /**
  * Played against the releases from 0.22 on only (the `v0.22` pair): what earlier releases do not
- * have (event replay, Idempotency-Key, session turns, steer, durable statuses).
+ * have (event replay, Idempotency-Key, session turns, durable statuses).
  */
 const SCENARIOS_SINCE_0_22: Record<string, (play: Play) => Promise<void>> = {
   async 'events read again: by two live readers, after the end, after last_seq and Last-Event-ID, past the end'({ client, start }) {
@@ -220,19 +241,6 @@ const SCENARIOS_SINCE_0_22: Record<string, (play: Play) => Promise<void>> = {
     await client.approve(second, 'deny');
     await client.events(first);
     await client.events(second);
-  },
-
-  async 'steer during a running tool, then a stop'({ client, start }) {
-    const runId = await start(sleepRun);
-    const stream = client.openEvents(runId);
-    await stream.waitFor('tool.started');
-    await client.steer(runId, {});
-    await client.steer(runId, { message: 'Also say hello.' });
-    await client.status(runId);
-    await client.stop(runId);
-    await client.recordStatusesUntilTerminal(runId);
-    await client.recordEvents(stream);
-    await client.steer(runId, { input: 'Too late.' });
   },
 
   // Last: the real gateway restarts under it.
@@ -289,7 +297,11 @@ describe.skipIf(INSTALLED_PAIRS.length === 0).each(INSTALLED_PAIRS.length > 0 ? 
       await model?.close();
     }, START_TIMEOUT_MS);
 
-    const scenarios = profile === 'v0.22' ? { ...SCENARIOS, ...SCENARIOS_SINCE_0_22 } : SCENARIOS;
+    const scenarios = {
+      ...SCENARIOS,
+      ...(PROFILE_TRAITS[profile as SimulatorProfile].steer ? STEER_SCENARIOS : {}),
+      ...(profile === 'v0.22' ? SCENARIOS_SINCE_0_22 : {}),
+    };
     test.each(Object.keys(scenarios))(
       '%s',
       async (name) => {

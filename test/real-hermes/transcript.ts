@@ -62,9 +62,31 @@ export class TranscriptClient {
     return this.exchange('POST', `/v1/runs/${runId}/stop`, { body: '{}' });
   }
 
-  /** 0.22's `POST …/steer`. */
+  /** `POST …/steer` (from 0.20.1). */
   steer(runId: string, body: Record<string, unknown>) {
     return this.exchange('POST', `/v1/runs/${runId}/steer`, { body: JSON.stringify(body) });
+  }
+
+  /**
+   * `GET /v1/capabilities`, recorded trimmed to the runs API as the simulator serves it: the features and
+   * endpoints named `run…` (so a run feature a release adds is compared too), the two event features and health.
+   */
+  async capabilities(): Promise<void> {
+    const answer = await request(`${this.server.baseUrl}/v1/capabilities`, { headers: { authorization: `Bearer ${this.server.apiKey}` }, reset: true });
+    const json = parseJson(await answer.body.text()) as Record<string, unknown> | undefined;
+    const runsOnly = (section: unknown, others: string[]) =>
+      isObject(section) ? Object.fromEntries(Object.entries(section).filter(([name]) => name.startsWith('run') || others.includes(name))) : section;
+    this.note({
+      request: 'GET /v1/capabilities (runs API only)',
+      status: answer.statusCode,
+      headers: headerSummary(answer.headers, false),
+      body: json && {
+        object: json.object,
+        auth: json.auth,
+        features: runsOnly(json.features, ['tool_progress_events', 'approval_events']),
+        endpoints: runsOnly(json.endpoints, ['health']),
+      },
+    });
   }
 
   /** One JSON exchange, recorded. */

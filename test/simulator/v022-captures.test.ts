@@ -320,16 +320,25 @@ describe('the v0.22 profile beyond the captures', () => {
     expect(PROFILE_TRAITS['v0.20'].keepaliveMs).toBe(30_000);
   });
 
-  it('earlier profiles serve neither GET /v1/capabilities nor POST …/steer (aiohttp 404)', async () => {
-    const sim = await startSim({ profile: 'v0.20' });
-    const runId = await startRun(sim, scripted([{ type: 'sleep', ms: 60_000 }]));
-    await waitFor(async () => (await statusOf(sim, runId))['status'] === 'running');
-    for (const [method, path] of [
-      ['GET', '/v1/capabilities'],
-      ['POST', `/v1/runs/${runId}/steer`],
+  it('each profile serves GET /v1/capabilities and POST …/steer as its release does (else aiohttp 404)', async () => {
+    for (const [profile, declaration, steer] of [
+      ['pin', true, false],
+      ['v0.19', true, false],
+      ['v0.20', true, true],
+      ['later', false, false],
     ] as const) {
-      const answer = await call(sim, method, path, method === 'POST' ? { body: '{"input": "x"}' } : {});
-      expect([answer.status, answer.text]).toEqual([404, '404: Not Found']);
+      const sim = await startSim({ profile });
+      const runId = await startRun(sim, scripted([{ type: 'sleep', ms: 60_000 }]));
+      await waitFor(async () => (await statusOf(sim, runId))['status'] === 'running');
+      const capabilities = await call(sim, 'GET', '/v1/capabilities');
+      if (declaration) {
+        expect(capabilities.status, profile).toBe(200);
+        const features = (JSON.parse(capabilities.text) as { features: Record<string, unknown> }).features;
+        expect([features['run_steer'] === true, 'runs_idempotency' in features], profile).toEqual([steer, false]);
+      } else expect([capabilities.status, capabilities.text], profile).toEqual([404, '404: Not Found']);
+      const steered = await call(sim, 'POST', `/v1/runs/${runId}/steer`, { body: '{"input": "x"}' });
+      if (steer) expect(steered.status, profile).toBe(200);
+      else expect([steered.status, steered.text], profile).toEqual([404, '404: Not Found']);
     }
   });
 });

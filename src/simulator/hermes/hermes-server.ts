@@ -312,7 +312,7 @@ class HermesSimulatorServer implements HermesSimulator {
       sendJson(res, 413, BODY_TOO_LARGE);
       return;
     }
-    const match = matchRoute(req.method ?? 'GET', req.url ?? '/', { capabilitiesAndSteer: this.traits.capabilitiesAndSteer });
+    const match = matchRoute(req.method ?? 'GET', req.url ?? '/', { capabilities: this.traits.servesCapabilities, steer: this.traits.steer });
     if (match.kind === 'not-found') return sendHttpText(res, 404, '404: Not Found');
     if (match.kind === 'method-not-allowed') {
       return sendHttpText(res, 405, '405: Method Not Allowed', [['Allow', match.allow]]);
@@ -760,7 +760,7 @@ class HermesSimulatorServer implements HermesSimulator {
     return target;
   }
 
-  // ---- POST /v1/runs/{id}/steer (0.22) ---------------------------------------------------
+  // ---- POST /v1/runs/{id}/steer (from 0.20.1) ----------------------------------------------
 
   /**
    * Only a run whose status is `running` takes steer text (409 `run_not_accepting_steer`, before the
@@ -789,11 +789,11 @@ class HermesSimulatorServer implements HermesSimulator {
     sendJson(res, 200, { object: 'hermes.run.steer', run_id: runId, accepted: true });
   }
 
-  // ---- GET /v1/capabilities (0.22) -------------------------------------------------------
+  // ---- GET /v1/capabilities ---------------------------------------------------------------
 
-  /** Hermes' capability document, trimmed to the runs API (see `CAPABILITIES`). */
+  /** Hermes' capability document, trimmed to the runs API (see `capabilitiesOf`). */
   private handleCapabilities({ res }: Exchange): void {
-    sendJson(res, 200, capabilitiesOf(this.options.modelName));
+    sendJson(res, 200, capabilitiesOf(this.options.modelName, this.traits));
   }
 
   // ---- POST /v1/runs/{id}/stop ---------------------------------------------------------
@@ -847,11 +847,14 @@ function lastSeqOf(target: string): number | undefined {
 }
 
 /**
- * 0.22's `GET /v1/capabilities`, trimmed to what concerns runs: its order, its `features` about
- * runs (nothing there declares event replay, `interrupted` or session turns), and the runs' endpoints.
+ * `GET /v1/capabilities` as the profile's release answers it, trimmed to what concerns runs: its order,
+ * its `features` about runs (nothing there declares event replay, `interrupted` or session turns; 0.22
+ * adds `runs_idempotency`, 0.20.1 `run_steer`), and the runs' endpoints.
  */
-function capabilitiesOf(modelName: string): Record<string, unknown> {
+function capabilitiesOf(modelName: string, traits: ProfileTraits): Record<string, unknown> {
   const endpoint = (method: string, path: string) => ({ method, path });
+  const durable = traits.idempotentStarts === 'none' ? {} : { runs_idempotency: { supported: true, durable: true, retention_seconds: 86_400 } };
+  const steer = traits.steer ? { run_steer: true } : {};
   return {
     object: 'hermes.api_server.capabilities',
     platform: 'hermes-agent',
@@ -859,11 +862,11 @@ function capabilitiesOf(modelName: string): Record<string, unknown> {
     auth: { type: 'bearer', required: true },
     features: {
       run_submission: true,
-      runs_idempotency: { supported: true, durable: true, retention_seconds: 86_400 },
+      ...durable,
       run_status: true,
       run_events_sse: true,
       run_stop: true,
-      run_steer: true,
+      ...steer,
       run_approval_response: true,
       tool_progress_events: true,
       approval_events: true,
@@ -874,7 +877,7 @@ function capabilitiesOf(modelName: string): Record<string, unknown> {
       run_status: endpoint('GET', '/v1/runs/{run_id}'),
       run_events: endpoint('GET', '/v1/runs/{run_id}/events'),
       run_approval: endpoint('POST', '/v1/runs/{run_id}/approval'),
-      run_steer: endpoint('POST', '/v1/runs/{run_id}/steer'),
+      ...(traits.steer ? { run_steer: endpoint('POST', '/v1/runs/{run_id}/steer') } : {}),
       run_stop: endpoint('POST', '/v1/runs/{run_id}/stop'),
     },
   };

@@ -19,7 +19,7 @@ const ROUTES: RouteShape[] = [
   { route: 'approval', method: 'POST', suffix: 'approval' },
   { route: 'stop', method: 'POST', suffix: 'stop' },
 ];
-/** Served from 0.22 on. */
+/** Served from 0.20.1 on. */
 const STEER_ROUTE: RouteShape = { route: 'steer', method: 'POST', suffix: 'steer' };
 const CAPABILITIES_PATH = '/v1/capabilities';
 
@@ -27,20 +27,20 @@ const HEALTH_PATHS: ReadonlySet<string> = new Set(['/health', '/v1/health']);
 
 /**
  * Splits the raw target on '/' first, then decodes each segment (so `%2F` stays inside a run id).
- * With `capabilitiesAndSteer` (0.22) it also routes `GET /v1/capabilities` and `POST /v1/runs/{id}/steer`.
+ * It routes `GET /v1/capabilities` with `capabilities`, and `POST /v1/runs/{id}/steer` with `steer`.
  */
-export function matchRoute(method: string, rawTarget: string, options: { capabilitiesAndSteer?: boolean } = {}): RouteMatch {
+export function matchRoute(method: string, rawTarget: string, options: { capabilities?: boolean; steer?: boolean } = {}): RouteMatch {
   // aiohttp answers HEAD on GET routes with the GET handler.
   const effective = method === 'HEAD' ? 'GET' : method;
   if (HEALTH_PATHS.has(rawPathOf(rawTarget))) {
     return effective === 'GET' ? { kind: 'route', route: 'health', runId: '' } : { kind: 'method-not-allowed', allow: 'GET,HEAD' };
   }
-  if (options.capabilitiesAndSteer === true && rawPathOf(rawTarget) === CAPABILITIES_PATH) {
+  if (options.capabilities === true && rawPathOf(rawTarget) === CAPABILITIES_PATH) {
     return effective === 'GET' ? { kind: 'route', route: 'capabilities', runId: '' } : { kind: 'method-not-allowed', allow: 'GET,HEAD' };
   }
   const segments = rawPathOf(rawTarget).split('/');
   if (segments[0] !== '' || segments[1] !== 'v1' || segments[2] !== 'runs') return { kind: 'not-found' };
-  const shape = shapeOf(segments.slice(3), options.capabilitiesAndSteer === true);
+  const shape = shapeOf(segments.slice(3), options.steer === true);
   if (!shape) return { kind: 'not-found' };
   const runId = segments[3] === undefined ? '' : decodeSegment(segments[3]);
   if (effective !== shape.method) return { kind: 'method-not-allowed', allow: shape.method === 'GET' ? 'GET,HEAD' : 'POST' };

