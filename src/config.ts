@@ -4,7 +4,9 @@ import type { Logger } from 'pino';
 import { LEDGER_METHODS, type RunLedger } from './ledger/types.js';
 import type { TelemetryOptions } from './telemetry.js';
 import { Secret } from './internal/secret.js';
-import { OPERATION_NAMES, OPTIONAL_OPERATIONS, type HermesConnectorOptions, type OperationName } from './types.js';
+import { isLoopbackHost } from './internal/loopback.js';
+import { readOwnedFile } from './internal/owned-file.js';
+import { OPERATION_NAMES, OPTIONAL_OPERATIONS, type HermesConnectorOptions, type OperationName, type WebhookEvents } from './types.js';
 import { journalStoreOf, type ResolvedJournalOptions } from './journal/types.js';
 
 export type ConfigErrorCode =
@@ -26,6 +28,7 @@ export type ConfigErrorCode =
   | 'invalid_ledger'
   | 'insecure_ledger_file'
   | 'invalid_journal'
+  | 'invalid_webhooks'
   | 'ledger_unavailable';
 
 const CONFIG_ERROR_BRAND = Symbol.for('aip-connector-hermes-agent.ConnectorConfigError');
@@ -81,6 +84,21 @@ export interface ResolvedConfig {
   readonly telemetry: TelemetryOptions;
   /** The run event journal, when on (it needs a durable ledger). */
   readonly journal: ResolvedJournalOptions | undefined;
+  /** The Standard Webhooks targets (they need the journal). */
+  readonly webhooks: readonly ResolvedWebhook[];
+}
+
+export interface ResolvedWebhook {
+  /** `webhook:` and 16 hex digits of the SHA-256 of the URL's origin and path: stable, never the URL (its path or query may hold a token). */
+  readonly id: string;
+  /** The whole URL, held as a secret since its path or query may carry a token. */
+  readonly url: Secret;
+  /** The URL's origin: what log lines and outcome reasons name. */
+  readonly origin: string;
+  /** The signing secret as the secret file holds it (`whsec_…`). */
+  readonly secret: Secret;
+  readonly events: WebhookEvents;
+  readonly timeoutMs: number;
 }
 
 const MiB = 1024 * 1024;
@@ -107,6 +125,7 @@ const TOP_LEVEL_OPTIONS = new Set([
   'meterProvider',
   'propagateTraceContext',
   'journal',
+  'webhooks',
 ]);
 export const DEFAULT_IDEMPOTENCY_LEASE_MS = 30_000;
 const ENDPOINT_FIELDS = new Set(['id', 'baseUrl', 'apiKey', 'displayName', 'tenantId', 'operations']);
@@ -131,7 +150,91 @@ export function resolveConfig(options: HermesConnectorOptions): ResolvedConfig {
     idempotencyLeaseMs: resolveLeaseMs(options.idempotencyLeaseMs),
     telemetry: resolveTelemetry(options),
     journal: resolveJournal(options.journal, options.ledger),
+    webhooks: resolveWebhooks(options.webhooks, options.journal),
   };
+}
+
+export const DEFAULT_WEBHOOK_TIMEOUT_MS = 15_000;
+const WEBHOOK_FIELDS = new Set(['url', 'secretFile', 'events', 'allowLoopbackHttp', 'timeoutMs']);
+const WEBHOOK_EVENTS: readonly WebhookEvents[] = ['all', 'lifecycle'];
+const MAX_WEBHOOK_URL_BYTES = 2048;
+const MAX_WEBHOOK_SECRET_FILE_BYTES = 1024;
+/** `whsec_` and base64 (standard alphabet, padded), the Standard Webhooks symmetric secret's form; it must hold 24 to 64 bytes. */
+const WEBHOOK_SECRET = /^whsec_((?:[A-Za-z0-9+/]{4})+(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?)$/;
+const WEBHOOK_SECRET_BYTES = [24, 64] as const;
+
+/** `webhooks`: absent or empty is none; each one is checked, its secret file read, before any I/O. */
+function resolveWebhooks(webhooks: unknown, journal: unknown): readonly ResolvedWebhook[] {
+  if (webhooks === undefined) return [];
+  if (!Array.isArray(webhooks)) throw new ConnectorConfigError('invalid_webhooks', 'options.webhooks must be an array');
+  if (webhooks.length > 0 && journal === undefined) {
+    throw new ConnectorConfigError(
+      'invalid_webhooks',
+      'options.webhooks needs the run event journal (options.journal, with createSqliteLedger or createPostgresLedger): webhooks deliver the journaled events',
+    );
+  }
+  const resolved = webhooks.map(resolveWebhook);
+  const ids = new Set<string>();
+  resolved.forEach((webhook, index) => {
+    if (ids.has(webhook.id)) throw new ConnectorConfigError('invalid_webhooks', `webhooks[${index}] has the origin and path of an earlier webhook`);
+    ids.add(webhook.id);
+  });
+  return Object.freeze(resolved);
+}
+
+function resolveWebhook(webhook: unknown, index: number): ResolvedWebhook {
+  const where = `webhooks[${index}]`;
+  const invalid = (why: string) => new ConnectorConfigError('invalid_webhooks', `${where} ${why}`);
+  if (!isPlainObject(webhook)) throw invalid('must be an object');
+  for (const key of Object.keys(webhook)) {
+    if (!WEBHOOK_FIELDS.has(key)) throw new ConnectorConfigError('unknown_option', `${where} has unknown field \`${safeName(key)}\``);
+  }
+  const { url, secretFile, events = 'all', allowLoopbackHttp = false, timeoutMs = DEFAULT_WEBHOOK_TIMEOUT_MS } = webhook;
+  if (typeof allowLoopbackHttp !== 'boolean') throw invalid('allowLoopbackHttp must be true or false');
+  const target = webhookUrl(url, allowLoopbackHttp, invalid);
+  if (!WEBHOOK_EVENTS.includes(events as WebhookEvents)) throw invalid('events must be "all" or "lifecycle"');
+  if (typeof timeoutMs !== 'number' || !Number.isInteger(timeoutMs) || timeoutMs < 100 || timeoutMs > 120_000) {
+    throw invalid('timeoutMs must be an integer from 100 to 120000');
+  }
+  return Object.freeze({
+    id: `webhook:${createHash('sha256').update(`${target.origin}${target.pathname}`).digest('hex').slice(0, 16)}`,
+    url: new Secret(target.href),
+    origin: target.origin,
+    secret: webhookSecret(secretFile, invalid),
+    events: events as WebhookEvents,
+    timeoutMs,
+  });
+}
+
+/** The URL, never echoed (its path or query may hold a token): https, or http to loopback when allowed. */
+function webhookUrl(url: unknown, allowLoopbackHttp: boolean, invalid: (why: string) => ConnectorConfigError): URL {
+  if (typeof url !== 'string' || Buffer.byteLength(url) > MAX_WEBHOOK_URL_BYTES)
+    throw invalid(`url must be a string of at most ${MAX_WEBHOOK_URL_BYTES} bytes`);
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw invalid('url is not a valid URL');
+  }
+  if (parsed.username !== '' || parsed.password !== '') throw invalid('url must not contain user info');
+  if (url.includes('#')) throw invalid('url must not contain a fragment');
+  if (parsed.protocol === 'https:') return parsed;
+  if (parsed.protocol !== 'http:') throw invalid('url must use https');
+  if (!isLoopbackHost(parsed.hostname)) throw invalid('url must use https (plain http only to a loopback host, with allowLoopbackHttp)');
+  if (!allowLoopbackHttp) throw invalid('url uses plain http to a loopback host: set allowLoopbackHttp to allow it');
+  return parsed;
+}
+
+/** The secret file's Standard Webhooks secret; neither the file's content nor its path is echoed. */
+function webhookSecret(secretFile: unknown, invalid: (why: string) => ConnectorConfigError): Secret {
+  if (typeof secretFile !== 'string' || secretFile === '' || CONTROL.test(secretFile)) throw invalid('secretFile must be a file path');
+  const text = readOwnedFile(secretFile, MAX_WEBHOOK_SECRET_FILE_BYTES, 'secret', (problem) => invalid(`secretFile: ${problem}`)).trim();
+  const base64 = WEBHOOK_SECRET.exec(text)?.[1];
+  const bytes = base64 === undefined ? 0 : Buffer.from(base64, 'base64').length;
+  if (bytes < WEBHOOK_SECRET_BYTES[0] || bytes > WEBHOOK_SECRET_BYTES[1]) {
+    throw invalid('secretFile must hold a Standard Webhooks secret: whsec_ and the base64 of 24 to 64 random bytes');
+  }
+  return new Secret(text);
 }
 
 export const DEFAULT_JOURNAL: ResolvedJournalOptions = Object.freeze({

@@ -58,7 +58,28 @@ export interface HermesConnectorOptions {
    * follows every run it starts, keeps its events in the ledger, and run_events reads them from there.
    */
   journal?: JournalOptions;
+  /**
+   * Standard Webhooks targets the journaled run events are delivered to (none by default; needs `journal`):
+   * signed with each one's secret, one event per message. See docs/webhooks.md.
+   */
+  webhooks?: WebhookConfig[];
 }
+
+/** One Standard Webhooks receiver. */
+export interface WebhookConfig {
+  /** Where each event is POSTed: https, or http to a loopback host with `allowLoopbackHttp`. No user info. */
+  url: string;
+  /** An owner-only file (chmod 600) holding the signing secret: `whsec_` and the base64 of 24 to 64 bytes. */
+  secretFile: string;
+  /** `all` (default) or `lifecycle`: approval requests and answers, and the events that end a run. */
+  events?: WebhookEvents;
+  /** Allows plain http when the URL's host is loopback (localhost, 127.0.0.0/8, ::1): tests and sidecars (default false). */
+  allowLoopbackHttp?: boolean;
+  /** How long one delivery attempt may take, connecting to reading the answer's head (default 15000, 100 to 120000). */
+  timeoutMs?: number;
+}
+
+export type WebhookEvents = 'all' | 'lifecycle';
 
 export interface ApprovalGrant {
   approvalId: string;

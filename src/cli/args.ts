@@ -3,6 +3,7 @@ import { isSimulatorProfile, SIMULATOR_PROFILES } from '../simulator/hermes/prof
 import type { SimulatorProfile } from '../simulator/hermes/types.js';
 import { UsageError } from './errors.js';
 import { parseJsonText } from '../internal/json-text.js';
+import { fileErrorText } from '../internal/owned-file.js';
 
 /** Every command takes `--help` / `-h`. */
 export const HELP_OPTION = { type: 'boolean', short: 'h' } as const;
@@ -78,14 +79,8 @@ export function integerOption(value: string | undefined, name: string, min: numb
   return Number(value);
 }
 
-/** 'not found', 'permission denied', ... instead of an errno dump, whose message would quote the path. */
-export function fileErrorText(error: unknown): string {
-  const code = (error as NodeJS.ErrnoException | null)?.code;
-  if (code === 'ENOENT') return 'file not found';
-  if (code === 'EACCES' || code === 'EPERM') return 'permission denied';
-  if (code === 'EISDIR') return 'is a directory';
-  return typeof code === 'string' ? code : 'unreadable';
-}
+// Re-exported for the commands, which read their files with it.
+export { fileErrorText };
 
 /**
  * What `--simulate`, `--profile` and `--config` ask for, checked the same way by every command that

@@ -21,6 +21,8 @@ export interface LoadedConfig {
   readonly ledger?: LedgerSpec;
   /** The config file's "journal" field as written: the connector's `journal` option, which it validates. */
   readonly journal?: unknown;
+  /** The config file's "webhooks" field, each secretFile resolved against the file's folder: the connector's `webhooks` option, which it validates. */
+  readonly webhooks?: unknown;
   /** The config file's "mcp" field as written, and the file's folder; read by `hermes-aip mcp` only. */
   readonly mcp?: { value: unknown; folder: string };
 }
@@ -28,6 +30,7 @@ export interface LoadedConfig {
 /** Where the run ledger lives. A PostgreSQL URL may hold a password: it is read from the environment and never printed. */
 export type LedgerSpec = { kind: 'sqlite'; path: string } | { kind: 'postgres'; connectionString: string; from: string };
 
+const FILE_FIELDS = new Set(['endpoints', 'ledger', 'mcp', 'journal', 'webhooks']);
 const ENDPOINT_FIELDS = new Set(['id', 'baseUrl', 'apiKeyFile', 'apiKeyEnv', 'tenantId', 'displayName', 'operations']);
 export const DEFAULT_ENDPOINT_ID = 'default';
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -97,15 +100,25 @@ function loadConfigFile(configPath: string, env: NodeJS.ProcessEnv): LoadedConfi
     throw new UsageError(`${where}: expected { "endpoints": [ { "id", "baseUrl", "apiKeyFile" | "apiKeyEnv", ... } ] } with at least one endpoint`);
   }
   for (const field of Object.keys(document)) {
-    if (field !== 'endpoints' && field !== 'ledger' && field !== 'mcp' && field !== 'journal')
-      throw new UsageError(`${where}: unknown field "${printable(field)}"`);
+    if (!FILE_FIELDS.has(field)) throw new UsageError(`${where}: unknown field "${printable(field)}"`);
   }
   const folder = dirname(resolve(configPath));
   const endpoints = document['endpoints'].map((entry: unknown, index: number) => loadEndpoint(entry, `${where}: endpoints[${index}]`, folder, env));
   const ledger = document['ledger'] === undefined ? ledgerFromEnvironment(env) : { ledger: ledgerFromFile(document['ledger'], where, folder, env) };
   const mcp = document['mcp'] === undefined ? {} : { mcp: { value: document['mcp'], folder } };
   const journal = document['journal'] === undefined ? {} : { journal: document['journal'] };
-  return { source: `file ${configPath}`, endpoints, ...ledger, ...mcp, ...journal };
+  const webhooks = document['webhooks'] === undefined ? {} : { webhooks: webhooksFromFile(document['webhooks'], folder) };
+  return { source: `file ${configPath}`, endpoints, ...ledger, ...mcp, ...journal, ...webhooks };
+}
+
+/** The "webhooks" field with each `secretFile` resolved against the config file's folder; the rest the connector checks. */
+function webhooksFromFile(value: unknown, folder: string): unknown {
+  if (!Array.isArray(value)) return value;
+  return value.map((entry: unknown) =>
+    isObject(entry) && typeof entry['secretFile'] === 'string' && entry['secretFile'] !== ''
+      ? { ...entry, secretFile: resolve(folder, entry['secretFile']) }
+      : entry,
+  );
 }
 
 function loadEndpoint(entry: unknown, where: string, folder: string, env: NodeJS.ProcessEnv): LoadedEndpoint {
@@ -166,9 +179,11 @@ export function openConnector(config: LoadedConfig): { connector: HermesConnecto
   try {
     ledger = config.ledger ? openLedger(config.ledger) : createMemoryLedger();
     const endpoints = config.endpoints.map((endpoint) => ({ ...endpoint.config }));
-    const connector = createHermesConnector(
-      config.journal === undefined ? { endpoints, ledger } : { endpoints, ledger, journal: config.journal as HermesConnectorOptions['journal'] },
-    );
+    const options: HermesConnectorOptions = { endpoints, ledger };
+    // Passed as written: the connector validates them (invalid_journal, invalid_webhooks).
+    if (config.journal !== undefined) options.journal = config.journal as HermesConnectorOptions['journal'];
+    if (config.webhooks !== undefined) options.webhooks = config.webhooks as HermesConnectorOptions['webhooks'];
+    const connector = createHermesConnector(options);
     const owned = ledger;
     return {
       connector: {

@@ -3,9 +3,9 @@
  * defaults and meanings, validated before anything listens. Every problem is a `HostSettingError`
  * naming the variable; no message ever quotes a secret (the seed, the database URL).
  */
-import { closeSync, constants, fstatSync, lstatSync, openSync, readSync } from 'node:fs';
 import { isIP } from 'node:net';
-import { fileErrorText } from '../cli/args.js';
+import { isLoopbackAddress, isLoopbackHost } from '../internal/loopback.js';
+import { readOwnedFile as readOwnedFileOf } from '../internal/owned-file.js';
 import { Secret } from '../internal/secret.js';
 import { isDidKey, parseSeedHex, type SigningKey, signingKeyFromSeed } from './wire/keys.js';
 
@@ -349,17 +349,6 @@ function parseBind(text: string): HostSettings['bind'] {
   return { host, port, text };
 }
 
-function isLoopbackAddress(host: string): boolean {
-  if (isIP(host) === 4) return host.startsWith('127.');
-  return host === '::1' || host === '0:0:0:0:0:0:0:1';
-}
-
-/** A URL host, brackets removed, is loopback: localhost, 127.0.0.0/8 or ::1. */
-function isLoopbackHost(hostname: string): boolean {
-  const host = hostname.replace(/^\[|\]$/g, '');
-  return host.toLowerCase() === 'localhost' || isLoopbackAddress(host);
-}
-
 /** Literal private, link-local or loopback addresses (names are not resolved at startup). */
 function isPrivateHost(hostname: string): boolean {
   const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
@@ -483,48 +472,7 @@ function limits(read: Reader): HostLimits {
   };
 }
 
-/**
- * A bounded regular file, not a symbolic link, read through the descriptor that was checked.
- * `secret` files must be owner-only (no group/other bits), `public` ones not group/world writable.
- */
+/** readOwnedFile of src/internal/owned-file.ts, its problems named after `variable`. */
 export function readOwnedFile(variable: string, path: string, maxBytes: number, kind: 'secret' | 'public'): string {
-  const linked = statOrFail(variable, () => lstatSync(path));
-  if (linked.isSymbolicLink() || !linked.isFile()) throw new HostSettingError(variable, 'must name a regular file, not a symbolic link');
-  let fd: number;
-  try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
-  } catch (error) {
-    throw new HostSettingError(variable, `cannot open the file: ${fileErrorText(error)}`);
-  }
-  try {
-    const opened = fstatSync(fd);
-    if (opened.dev !== linked.dev || opened.ino !== linked.ino || !opened.isFile())
-      throw new HostSettingError(variable, 'the file changed while it was opened');
-    if (opened.size === 0 || opened.size > maxBytes) throw new HostSettingError(variable, `the file must hold 1 to ${maxBytes} bytes`);
-    const forbidden = kind === 'secret' ? 0o077 : 0o022;
-    if ((opened.mode & forbidden) !== 0) {
-      throw new HostSettingError(variable, kind === 'secret' ? 'the file must be owner-only (chmod 600)' : 'the file must not be group or world writable');
-    }
-    const buffer = Buffer.alloc(maxBytes + 1);
-    let length = 0;
-    let read = 1;
-    while (read > 0 && length <= maxBytes) {
-      read = readSync(fd, buffer, length, buffer.length - length, null);
-      length += read;
-    }
-    if (length === 0 || length > maxBytes) throw new HostSettingError(variable, 'the file changed size while it was read');
-    const text = buffer.toString('utf8', 0, length);
-    buffer.fill(0);
-    return text;
-  } finally {
-    closeSync(fd);
-  }
-}
-
-function statOrFail<T>(variable: string, stat: () => T): T {
-  try {
-    return stat();
-  } catch (error) {
-    throw new HostSettingError(variable, `cannot read the file: ${fileErrorText(error)}`);
-  }
+  return readOwnedFileOf(path, maxBytes, kind, (problem) => new HostSettingError(variable, problem));
 }

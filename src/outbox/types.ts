@@ -4,6 +4,8 @@ import type { JournalKey } from '../journal/types.js';
 /**
  * One journaled event as a delivery target receives it. `id` is stable for (target, tenant, endpoint,
  * run, sequence): every attempt, by any replica, sends the same id, so receivers deduplicate by it.
+ * A webhook sends it as `webhook-id`, which Standard Webhooks signs as `id.timestamp.body`: it must be 1 to
+ * 256 characters of `A-Z a-z 0-9 _ : -` (no `.`), or the webhook refuses the event.
  */
 export interface OutboxEvent {
   readonly id: string;
