@@ -107,6 +107,7 @@ const TOP_LEVEL_OPTIONS = new Set([
   'meterProvider',
   'propagateTraceContext',
   'journal',
+  'eventTargets',
 ]);
 export const DEFAULT_IDEMPOTENCY_LEASE_MS = 30_000;
 const ENDPOINT_FIELDS = new Set(['id', 'baseUrl', 'apiKey', 'displayName', 'tenantId', 'operations']);

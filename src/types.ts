@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { AipAction, AipActionResult, AipCapability, AipManifest, AipStreamChunk, ImplementationSupport } from './contract/aip.js';
 import type { RunEvidence, RunLedger } from './ledger/types.js';
 import type { JournalOptions } from './journal/types.js';
+import type { DeliveryTarget } from './outbox/types.js';
 
 export * from './contract/aip.js';
 
@@ -58,6 +59,8 @@ export interface HermesConnectorOptions {
    * follows every run it starts, keeps its events in the ledger, and run_events reads them from there.
    */
   journal?: JournalOptions;
+  /** Where the outbox delivers journaled run events (the journal must be on). */
+  eventTargets?: DeliveryTarget[];
 }
 
 export interface ApprovalGrant {

@@ -158,17 +158,23 @@ function checkedKey(raw: string, source: string): string {
 
 /**
  * The connector for these endpoints and its run ledger (the configured one, else one in memory for
- * this command); the connector's close() closes the ledger too. Configuration errors are usage
+ * this command), delivering run events to `delivery.eventTargets` when given; the connector's close() closes the ledger too. Configuration errors are usage
  * errors (their messages hold no secret).
  */
-export function openConnector(config: LoadedConfig): { connector: HermesConnector; ledger: RunLedger } {
+export function openConnector(
+  config: LoadedConfig,
+  delivery: Pick<HermesConnectorOptions, 'eventTargets'> = {},
+): { connector: HermesConnector; ledger: RunLedger } {
   let ledger: RunLedger | undefined;
   try {
     ledger = config.ledger ? openLedger(config.ledger) : createMemoryLedger();
     const endpoints = config.endpoints.map((endpoint) => ({ ...endpoint.config }));
-    const connector = createHermesConnector(
-      config.journal === undefined ? { endpoints, ledger } : { endpoints, ledger, journal: config.journal as HermesConnectorOptions['journal'] },
-    );
+    const connector = createHermesConnector({
+      endpoints,
+      ledger,
+      ...(config.journal === undefined ? {} : { journal: config.journal as HermesConnectorOptions['journal'] }),
+      ...delivery,
+    });
     const owned = ledger;
     return {
       connector: {

@@ -85,9 +85,16 @@ function formatParts({ year, month, day, hour, minute, second, nanosecond, offse
 
 /** RFC 3339 in UTC as the reference re-serialises it: "2026-12-01T21:00:00.12Z" (no trailing fractional zero, no ".000"). */
 export function rfc3339(ms: number): string {
+  if (!Number.isInteger(ms)) throw new RangeError(`${ms} is not a whole millisecond in years 0–9999`);
+  return rfc3339Micros(ms * 1000);
+}
+
+/** RFC 3339 in UTC of an instant in whole microseconds since the epoch, as the reference re-serialises it (fraction trimmed). */
+export function rfc3339Micros(micros: number): string {
+  const ms = Math.floor(micros / 1000);
   const date = new Date(ms);
   const year = date.getUTCFullYear();
-  if (!Number.isInteger(ms) || year < 0 || year > 9999) throw new RangeError(`${ms} is not a whole millisecond in years 0–9999`);
+  if (!Number.isSafeInteger(micros) || year < 0 || year > 9999) throw new RangeError(`${micros} is not a whole microsecond in years 0–9999`);
   return formatParts({
     year,
     month: date.getUTCMonth() + 1,
@@ -95,7 +102,7 @@ export function rfc3339(ms: number): string {
     hour: date.getUTCHours(),
     minute: date.getUTCMinutes(),
     second: date.getUTCSeconds(),
-    nanosecond: date.getUTCMilliseconds() * 1_000_000,
+    nanosecond: (micros - Math.floor(micros / 1_000_000) * 1_000_000) * 1000,
     offsetMinutes: 0,
   });
 }
