@@ -68,7 +68,11 @@ export function aipEvent(outbox: OutboxEvent, nowMs: number, storedBytes: (event
  */
 export function storedEventBytes(event: AipEvent, sender: Principal, route: ConnectorEventRoute): number {
   const { replica_id, version_id, channel_id, lease_sequence, instance_id } = route;
-  const data = { ...event.data, identity: { tenant: { id: route.tenant_id } }, aip_connector: { instance_id, replica_id, version_id, channel_id, lease_sequence } };
+  const data = {
+    ...event.data,
+    identity: { tenant: { id: route.tenant_id } },
+    aip_connector: { instance_id, replica_id, version_id, channel_id, lease_sequence },
+  };
   return Buffer.byteLength(wireJson({ ...event, actor: sender, data }));
 }
 

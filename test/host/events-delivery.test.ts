@@ -17,7 +17,12 @@ describe('the AIP event target against the event ingress', () => {
     expect(stored['kind']).toBe('hermes.message.delta');
     // 1796032842.009136 s, to the microsecond.
     expect(stored['occurred_at']).toBe('2026-11-30T10:00:42.009136Z');
-    expect(stored['data']).toMatchObject({ tenant_id: 'tenant-acme', endpoint_id: 'local', sequence: 1, hermes: { event: 'message.delta', data: { delta: 'Checking ' } } });
+    expect(stored['data']).toMatchObject({
+      tenant_id: 'tenant-acme',
+      endpoint_id: 'local',
+      sequence: 1,
+      hermes: { event: 'message.delta', data: { delta: 'Checking ' } },
+    });
     expect(ingress.stored.size).toBe(events.length);
   });
 
@@ -33,7 +38,10 @@ describe('the AIP event target against the event ingress', () => {
 
   it('sends 100 events of 60 KiB as envelopes under 4 MiB, in order', async () => {
     const ingress = await eventIngress();
-    const big = Array.from({ length: 100 }, (_, index) => ({ event: 'message.delta', data: { timestamp: 1796032842.0091949 + index, delta: 'x'.repeat(60 * 1024) } }));
+    const big = Array.from({ length: 100 }, (_, index) => ({
+      event: 'message.delta',
+      data: { timestamp: 1796032842.0091949 + index, delta: 'x'.repeat(60 * 1024) },
+    }));
     await expect(eventTarget(ingress.url).deliver(outboxEvents(big), never)).resolves.toEqual({ kind: 'delivered' });
     expect(ingress.records.length).toBeGreaterThan(1);
     expect(ingress.records.every((record) => record.status === 200)).toBe(true);

@@ -25,13 +25,21 @@ describe('the AIP event target when the ingress cannot take the events', () => {
   it('retries after 100 ms under capacity back-pressure', async () => {
     const ingress = await eventIngress();
     ingress.mode = 'capacity';
-    await expect(eventTarget(ingress.url).deliver(events(), never)).resolves.toEqual({ kind: 'retry', reason: 'status 503 connector_event.capacity', afterMs: 100 });
+    await expect(eventTarget(ingress.url).deliver(events(), never)).resolves.toEqual({
+      kind: 'retry',
+      reason: 'status 503 connector_event.capacity',
+      afterMs: 100,
+    });
   });
 
   it('retries after 1 s when the ingress is unavailable', async () => {
     const ingress = await eventIngress();
     ingress.mode = 'unavailable';
-    await expect(eventTarget(ingress.url).deliver(events(), never)).resolves.toEqual({ kind: 'retry', reason: 'status 503 connector_event.unavailable', afterMs: 1000 });
+    await expect(eventTarget(ingress.url).deliver(events(), never)).resolves.toEqual({
+      kind: 'retry',
+      reason: 'status 503 connector_event.unavailable',
+      afterMs: 1000,
+    });
   });
 
   it('retries when the replica is not (or no longer) registered under that lease', async () => {
@@ -60,11 +68,23 @@ describe('the AIP event target when the ingress cannot take the events', () => {
   it('retries on a 200 of garbage, and on a 200 event_stream another key signed', async () => {
     const garbage = await answering(200, '<html>ok</html>');
     const stranger = gatewayParty(freshKey());
-    const reply = { aip_version: '1.0' as const, message_type: 'aip.discovery.v1.event_stream_response', message_id: messageId(), sent_at: rfc3339(Date.now()), body: { event_stream: { events: [] } } };
+    const reply = {
+      aip_version: '1.0' as const,
+      message_type: 'aip.discovery.v1.event_stream_response',
+      message_id: messageId(),
+      sent_at: rfc3339(Date.now()),
+      body: { event_stream: { events: [] } },
+    };
     const forged = await answering(200, signEnvelope(reply, stranger.key, stranger.principal).text);
     try {
-      await expect(eventTarget(garbage.url).deliver(events(), never)).resolves.toEqual({ kind: 'retry', reason: 'status 200, answer not signed by the gateway' });
-      await expect(eventTarget(forged.url).deliver(events(), never)).resolves.toEqual({ kind: 'retry', reason: 'status 200, answer not signed by the gateway' });
+      await expect(eventTarget(garbage.url).deliver(events(), never)).resolves.toEqual({
+        kind: 'retry',
+        reason: 'status 200, answer not signed by the gateway',
+      });
+      await expect(eventTarget(forged.url).deliver(events(), never)).resolves.toEqual({
+        kind: 'retry',
+        reason: 'status 200, answer not signed by the gateway',
+      });
     } finally {
       await Promise.all([garbage.close(), forged.close()]);
     }

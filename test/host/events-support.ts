@@ -34,7 +34,12 @@ export function route(overrides: Partial<ConnectorEventRoute> = {}): ConnectorEv
 }
 
 export function publishingWith(overrides: Partial<ConnectorEventRoute> = {}): Publishing {
-  return { signer: hostPrincipal, recipient: { id: gateway.principal.id, kind: 'service', trust_domain: TRUST_DOMAIN }, recipientDid: gateway.key.did, route: route(overrides) };
+  return {
+    signer: hostPrincipal,
+    recipient: { id: gateway.principal.id, kind: 'service', trust_domain: TRUST_DOMAIN },
+    recipientDid: gateway.key.did,
+    route: route(overrides),
+  };
 }
 
 const ingresses: EventIngress[] = [];

@@ -27,7 +27,15 @@ const EVENT_LIMIT = 256 * 1024;
 const MAX_EVENTS = 100;
 const MAX_AGE_MS = 24 * 60 * 60_000;
 const FUTURE_SKEW_MS = 5 * 60_000;
-const ROUTE_FIELDS = { tenant_id: 'string', instance_id: 'string', replica_id: 'string', version_id: 'string', manifest_digest: 'string', lease_sequence: 'u64', channel_id: 'string' } as const;
+const ROUTE_FIELDS = {
+  tenant_id: 'string',
+  instance_id: 'string',
+  replica_id: 'string',
+  version_id: 'string',
+  manifest_digest: 'string',
+  lease_sequence: 'u64',
+  channel_id: 'string',
+} as const;
 
 export type EventIngressMode = 'accept' | 'capacity' | 'unavailable' | 'down';
 
@@ -89,7 +97,14 @@ const conflict = (): Refusal => ({
   retryable: false,
   message: 'connector event id already identifies different retained content',
 });
-const temporary = (code: string, retryAfterMs: number): Refusal => ({ status: 503, code, category: 'temporary', retryable: true, message: code, retry_after_ms: retryAfterMs });
+const temporary = (code: string, retryAfterMs: number): Refusal => ({
+  status: 503,
+  code,
+  category: 'temporary',
+  retryable: true,
+  message: code,
+  retry_after_ms: retryAfterMs,
+});
 
 const isObject = (value: unknown): value is Record<string, Json> => value !== null && typeof value === 'object' && !Array.isArray(value);
 
@@ -189,7 +204,8 @@ export async function startEventIngress(options: EventIngressOptions): Promise<E
     if (!isObject(identity)) return invalid('connector event identity must be a JSON object');
     const tenant = identity['tenant'] ?? {};
     if (!isObject(tenant)) return invalid('connector event tenant identity must be a JSON object');
-    if (typeof tenant['id'] === 'string' && tenant['id'] !== route['tenant_id']) return denied('connector event payload tenant conflicts with its verified instance');
+    if (typeof tenant['id'] === 'string' && tenant['id'] !== route['tenant_id'])
+      return denied('connector event payload tenant conflicts with its verified instance');
     const provenance = {
       instance_id: route['instance_id'],
       replica_id: route['replica_id'],
@@ -197,7 +213,8 @@ export async function startEventIngress(options: EventIngressOptions): Promise<E
       channel_id: route['channel_id'],
       lease_sequence: route['lease_sequence'],
     } as Record<string, Json>;
-    if (data['aip_connector'] !== undefined && !isDeepStrictEqual(data['aip_connector'], provenance)) return denied('connector event provenance conflicts with its verified route');
+    if (data['aip_connector'] !== undefined && !isDeepStrictEqual(data['aip_connector'], provenance))
+      return denied('connector event provenance conflicts with its verified route');
     event['data'] = { ...data, identity: { ...identity, tenant: { ...tenant, id: route['tenant_id'] as Json } }, aip_connector: provenance };
     if (Buffer.byteLength(wireJson(event)) > EVENT_LIMIT) return invalid('connector event exceeds its byte limit');
     return event;
@@ -263,7 +280,9 @@ function routeShapeProblem(route: unknown): string | undefined {
 
 /** `manifest_declares_channel`: a string, or an object whose `id` (else `channel_id`) is the channel. */
 function declaresChannel(channels: readonly unknown[], channelId: string): boolean {
-  return channels.some((channel) => (typeof channel === 'string' ? channel === channelId : isObject(channel) && (channel['id'] ?? channel['channel_id']) === channelId));
+  return channels.some((channel) =>
+    typeof channel === 'string' ? channel === channelId : isObject(channel) && (channel['id'] ?? channel['channel_id']) === channelId,
+  );
 }
 
 /** `connector_event_replay_view`: the event without its actor and the per-delivery provenance (replica, version, lease). */
