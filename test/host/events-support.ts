@@ -92,4 +92,4 @@ export function outboxEvents(events: HermesSseEvent[], runId = 'run_d1d361d6646c
   }));
 }
 
-export const never = new AbortController().signal;
+export const never: AbortSignal = new AbortController().signal;

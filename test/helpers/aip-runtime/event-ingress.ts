@@ -12,14 +12,14 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isDeepStrictEqual } from 'node:util';
-import { type Envelope, type Principal, signEnvelope, verifyEnvelopeText } from '../../../src/host/wire/envelope.js';
-import { messageId } from '../../../src/host/wire/ids.js';
+import { type Envelope, type Principal, verifyEnvelopeText } from '../../../src/host/wire/envelope.js';
 import { type Json, parseWire, wireJson } from '../../../src/host/wire/json.js';
 import { reserialize } from '../../../src/host/wire/reference-types.js';
-import { parseRfc3339, rfc3339 } from '../../../src/host/wire/time.js';
+import { parseRfc3339 } from '../../../src/host/wire/time.js';
 import type { Party } from './deployment.js';
 import { principalProblem, sentAtProblem } from './envelope-checks.js';
-import { readLimitedBody, sendJson, sendText, startLoopbackServer } from './http.js';
+import { sendIngressAnswer } from './ingress-answer.js';
+import { readLimitedBody, sendText, startLoopbackServer } from './http.js';
 
 export const EVENTS_PATH = '/aip/v1/connector-events';
 const ENVELOPE_LIMIT = 4 * 1024 * 1024;
@@ -114,18 +114,8 @@ export async function startEventIngress(options: EventIngressOptions): Promise<E
   const stored = new Map<string, Record<string, Json>>();
   const state = { mode: 'accept' as EventIngressMode };
 
-  const answer = (response: ServerResponse, request: Envelope | undefined, status: number, body: Record<string, unknown>) => {
-    const reply: Envelope = {
-      aip_version: '1.0',
-      message_type: 'error' in body ? 'aip.core.v1.error' : 'aip.discovery.v1.event_stream_response',
-      message_id: messageId(),
-      sent_at: rfc3339(now()),
-      body,
-      ...(request?.message_id ? { in_response_to: request.message_id } : {}),
-      ...(request?.from ? { to: request.from } : {}),
-    };
-    sendJson(response, status, signEnvelope(reply, options.central.key, options.central.principal).text);
-  };
+  const answer = (response: ServerResponse, request: Envelope | undefined, status: number, body: Record<string, unknown>) =>
+    sendIngressAnswer(response, options.central, now(), request, status, body);
 
   /** `handle` and `handle_event_stream`: the enriched events to append, or the first refusal. */
   const check = (text: string, value: Record<string, Json>): Refusal | Record<string, Json>[] => {
