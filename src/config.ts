@@ -126,6 +126,7 @@ const TOP_LEVEL_OPTIONS = new Set([
   'propagateTraceContext',
   'journal',
   'webhooks',
+  'eventTargets',
 ]);
 export const DEFAULT_IDEMPOTENCY_LEASE_MS = 30_000;
 const ENDPOINT_FIELDS = new Set(['id', 'baseUrl', 'apiKey', 'displayName', 'tenantId', 'operations']);

@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { AipAction, AipActionResult, AipCapability, AipManifest, AipStreamChunk, ImplementationSupport } from './contract/aip.js';
 import type { RunEvidence, RunLedger } from './ledger/types.js';
 import type { JournalOptions } from './journal/types.js';
+import type { DeliveryTarget } from './outbox/types.js';
 
 export * from './contract/aip.js';
 
@@ -63,6 +64,8 @@ export interface HermesConnectorOptions {
    * signed with each one's secret, one event per message. See docs/webhooks.md.
    */
   webhooks?: WebhookConfig[];
+  /** Where the outbox delivers journaled run events (the journal must be on). */
+  eventTargets?: DeliveryTarget[];
 }
 
 /** One Standard Webhooks receiver. */

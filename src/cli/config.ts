@@ -171,15 +171,18 @@ function checkedKey(raw: string, source: string): string {
 
 /**
  * The connector for these endpoints and its run ledger (the configured one, else one in memory for
- * this command); the connector's close() closes the ledger too. Configuration errors are usage
+ * this command), delivering run events to `delivery.eventTargets` when given; the connector's close() closes the ledger too. Configuration errors are usage
  * errors (their messages hold no secret).
  */
-export function openConnector(config: LoadedConfig): { connector: HermesConnector; ledger: RunLedger } {
+export function openConnector(
+  config: LoadedConfig,
+  delivery: Pick<HermesConnectorOptions, 'eventTargets'> = {},
+): { connector: HermesConnector; ledger: RunLedger } {
   let ledger: RunLedger | undefined;
   try {
     ledger = config.ledger ? openLedger(config.ledger) : createMemoryLedger();
     const endpoints = config.endpoints.map((endpoint) => ({ ...endpoint.config }));
-    const options: HermesConnectorOptions = { endpoints, ledger };
+    const options: HermesConnectorOptions = { endpoints, ledger, ...delivery };
     // Passed as written: the connector validates them (invalid_journal, invalid_webhooks).
     if (config.journal !== undefined) options.journal = config.journal as HermesConnectorOptions['journal'];
     if (config.webhooks !== undefined) options.webhooks = config.webhooks as HermesConnectorOptions['webhooks'];

@@ -15,7 +15,9 @@ import { CliError, EXIT, UsageError } from '../cli/errors.js';
 import { HOST_HELP } from '../cli/help.js';
 import { redactText } from '../internal/secret.js';
 import type { RunLedger } from '../ledger/types.js';
+import type { DeliveryTarget } from '../outbox/types.js';
 import type { HermesConnector } from '../types.js';
+import { createAipEventTarget, type Publishing, RUN_EVENTS_CHANNEL, RUN_EVENTS_CHANNEL_ID } from './event-publisher.js';
 import { type ControlPlane, createControlClient, LeaseKeeper, registrationPayload } from './lease.js';
 import type { PinnedIdentity } from './checks.js';
 import { type AuthenticationLane, createAuthenticationLane } from './lane.js';
@@ -91,11 +93,15 @@ export interface OpenHost {
 export async function openHost(env: NodeJS.ProcessEnv, configPath: string | undefined, logger: Logger): Promise<OpenHost> {
   const settings = settingsOrUsage(() => loadHostSettings(env));
   const config = bindEndpointsToHostTenant(loadConfig(configPath, env), settings);
-  const { connector, ledger } = openConnector({ ...config, ledger: durableLedger(config, settings) });
+  const events = eventPublishing(settings);
+  const { connector, ledger } = openConnector(
+    { ...config, ledger: durableLedger(config, settings), ...(events ? { journal: config.journal ?? {} } : {}) },
+    events ? { eventTargets: [events.target] } : {},
+  );
   const closeConnector = () =>
     connector.close().catch((error: unknown) => logger.error({ err: (error as Error).message }, 'closing the connector and its ledger failed'));
   try {
-    return await listening(settings, config, connector, ledger, logger, closeConnector);
+    return await listening(settings, config, { connector, ledger, events }, logger, closeConnector);
   } catch (error) {
     await closeConnector();
     throw error;
@@ -136,6 +142,32 @@ function bindEndpointsToHostTenant(config: LoadedConfig, settings: HostSettings)
   return { ...config, endpoints: config.endpoints.map((endpoint) => ({ ...endpoint, config: { ...endpoint.config, tenantId: settings.tenantId } })) };
 }
 
+/**
+ * The AIP event target when AIP_CONNECTOR_HOST_EVENT_ENDPOINT is set. It is handed to the connector before
+ * the host knows its identity and lease, so it publishes nothing until `publishWith` tells it what with.
+ */
+interface EventPublishing {
+  readonly target: DeliveryTarget;
+  publishWith(current: () => Publishing | undefined): void;
+}
+
+function eventPublishing(settings: HostSettings): EventPublishing | undefined {
+  if (settings.events === undefined) return undefined;
+  let current: () => Publishing | undefined = () => undefined;
+  const target = createAipEventTarget({
+    endpoint: settings.events.url,
+    instanceId: settings.instanceId,
+    key: settings.signingKey,
+    publishing: () => current(),
+  });
+  return {
+    target,
+    publishWith: (next) => {
+      current = next;
+    },
+  };
+}
+
 /** What the host serves and signs as: its principal, the bound manifest and its digest. */
 interface Identity {
   readonly principal: Principal;
@@ -143,22 +175,29 @@ interface Identity {
   readonly digest: string;
 }
 
+interface OpenedConnector {
+  readonly connector: HermesConnector;
+  readonly ledger: RunLedger;
+  readonly events: EventPublishing | undefined;
+}
+
 async function listening(
   settings: HostSettings,
   config: LoadedConfig,
-  connector: HermesConnector,
-  ledger: RunLedger,
+  { connector, ledger, events }: OpenedConnector,
   logger: Logger,
   closeConnector: () => Promise<void>,
 ): Promise<OpenHost> {
   await ledgerOrFail(ledger, settings);
   const principal = hostPrincipal(connector, settings, settings.signingKey);
-  const manifest = bindManifestToHost(connector.manifest(), principal);
+  // The channel is declared whenever events are published: the admitted manifest (and its digest) says so.
+  const manifest = bindManifestToHost(connector.manifest(), principal, events ? [RUN_EVENTS_CHANNEL] : []);
   const identity: Identity = { principal, manifest, digest: manifestDigest(manifest) };
   const status = new HostStatus();
   const stop = new AbortController();
-  // One client for everything the host sends out: the control plane, stream chunks (and provider events), all under TLS_CA_FILE.
+  // One client for everything the host sends out: the control plane, stream chunks and provider events, all under TLS_CA_FILE.
   const outbound = outboundAgent(settings.tlsCaPem);
+  events?.publishWith(() => (status.ready() ? publishing(settings, identity, status.lease.sequence, outbound) : undefined));
   const readiness = createReadiness({
     status,
     endpoints: config.endpoints.map(({ config: endpoint }) => ({ id: endpoint.id, baseUrl: endpoint.baseUrl })),
@@ -238,11 +277,16 @@ function platformMetrics(config: LoadedConfig, connector: HermesConnector): Plat
   });
 }
 
+/** The central gateway's principal: who sends actions, and who provider events go to. */
+function gatewayPrincipal(settings: HostSettings): Principal {
+  return { id: settings.gatewayPrincipalId, kind: 'service', trust_domain: settings.trustDomain };
+}
+
 /** This host's identity and route coordinates, and the gateway it trusts. */
 function pinnedIdentity(settings: HostSettings, identity: Identity): PinnedIdentity {
   return {
     host: identity.principal,
-    gateway: { id: settings.gatewayPrincipalId, kind: 'service', trust_domain: settings.trustDomain },
+    gateway: gatewayPrincipal(settings),
     gatewayDid: settings.gatewayDid,
     tenantId: settings.tenantId,
     instanceId: settings.instanceId,
@@ -274,6 +318,26 @@ function messageHandler(settings: HostSettings, parts: HandlerParts): MessageHan
     outbound: parts.outbound,
     observeAction: (capabilityId, outcome, seconds) => parts.platform.observeAction(capabilityId, outcome, seconds),
   });
+}
+
+/** What provider events go with while the host is ready (the reference's `event_publish_ready`): its route under the current lease. */
+function publishing(settings: HostSettings, identity: Identity, leaseSequence: number, outbound: Dispatcher): Publishing {
+  const { did: _did, ...signer } = identity.principal;
+  return {
+    signer,
+    recipient: gatewayPrincipal(settings),
+    recipientDid: settings.gatewayDid,
+    route: {
+      tenant_id: settings.tenantId,
+      instance_id: settings.instanceId,
+      replica_id: settings.replicaId,
+      version_id: settings.versionId,
+      manifest_digest: identity.digest,
+      lease_sequence: leaseSequence,
+      channel_id: RUN_EVENTS_CHANNEL_ID,
+    },
+    dispatcher: outbound,
+  };
 }
 
 /** The lease keeper, registering what this host runs. */

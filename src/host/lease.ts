@@ -7,6 +7,7 @@
 import type { Logger } from 'pino';
 import { type Dispatcher, request } from 'undici';
 import { type ControlCommand, type ControlOutcome, controlRequest, type RegisterPayload, signControlRequest, verifyControlResponse } from './wire/control.js';
+import { boundedText } from './outbound.js';
 import { messageId } from './wire/ids.js';
 import type { SigningKey } from './wire/keys.js';
 import { fromTimeArray, parseRfc3339, timeArray } from './wire/time.js';
@@ -77,21 +78,9 @@ async function post(options: ControlClientOptions, body: string): Promise<string
       ...(options.dispatcher === undefined ? {} : { dispatcher: options.dispatcher }),
       signal: AbortSignal.timeout(options.timeoutMs),
     });
-    if (Number(response.headers['content-length'] ?? 0) > MAX_CONTROL_BYTES) {
-      response.body.destroy();
-      throw new ControlPlaneError('unavailable', 'the control-plane answer exceeds 64 KiB');
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of response.body) {
-      size += (chunk as Buffer).length;
-      if (size > MAX_CONTROL_BYTES) {
-        response.body.destroy();
-        throw new ControlPlaneError('unavailable', 'the control-plane answer exceeds 64 KiB');
-      }
-      chunks.push(chunk as Buffer);
-    }
-    return Buffer.concat(chunks).toString('utf8');
+    const text = await boundedText(response, MAX_CONTROL_BYTES);
+    if (text === undefined) throw new ControlPlaneError('unavailable', 'the control-plane answer exceeds 64 KiB');
+    return text;
   } catch (error) {
     if (error instanceof ControlPlaneError) throw error;
     throw new ControlPlaneError('unavailable', `control plane unreachable: ${(error as Error).message ?? String(error)}`);

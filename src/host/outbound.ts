@@ -4,7 +4,7 @@
  * root when one is set, as the reference bootstrap adds `tls_ca_certificate_pem` to its clients.
  */
 import { rootCertificates } from 'node:tls';
-import { Agent } from 'undici';
+import { Agent, type Dispatcher } from 'undici';
 
 /** The host's outbound HTTP client; its owner closes it once nothing is sent any more. */
 export function outboundAgent(tlsCaPem: string | undefined): Agent {
@@ -28,4 +28,23 @@ export function transportReason(error: unknown): string {
     current = current.cause;
   }
   return error instanceof Error ? error.name : 'transport failure';
+}
+
+/** An answer's body as UTF-8 text; undefined (the body destroyed) once it passes `limit` bytes, as declared or as received. */
+export async function boundedText(response: Dispatcher.ResponseData, limit: number): Promise<string | undefined> {
+  if (Number(response.headers['content-length'] ?? 0) > limit) {
+    response.body.destroy();
+    return undefined;
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of response.body) {
+    size += (chunk as Buffer).length;
+    if (size > limit) {
+      response.body.destroy();
+      return undefined;
+    }
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks).toString('utf8');
 }

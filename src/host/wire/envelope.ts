@@ -77,7 +77,8 @@ export function signedText(envelope: Envelope, key: SigningKey, signer: Principa
   }
 }
 
-function wellFormed(value: unknown): unknown {
+/** The value with every lone surrogate of its strings (and keys) replaced by U+FFFD, as a UTF-8 decoder reads it. */
+export function wellFormed(value: unknown): unknown {
   if (typeof value === 'string') return value.toWellFormed();
   if (Array.isArray(value)) return value.map(wellFormed);
   if (value === null || typeof value !== 'object') return value;

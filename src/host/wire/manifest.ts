@@ -21,18 +21,21 @@ function typedManifest(manifest: object): { tree: unknown; value: Json } {
 /**
  * The served manifest: `agent` is the host's signing principal without its DID (the reference binds the document to the
  * deployment principal; a DID names one replica's key), `profiles` includes `aip.native.http.v1`, and
- * `compatibility.native_http` carries the `messages` and `manifest` paths static conformance asks for. The result is a
+ * `compatibility.native_http` carries the `messages` and `manifest` paths static conformance asks for, and `channels` adds
+ * the host's own (its provider-event channel when it publishes events; none: the field stays absent). The result is a
  * fixed point of the reference `Manifest` type; a manifest that type refuses throws.
  */
-export function bindManifestToHost(manifest: object, host: Principal): Record<string, Json> {
+export function bindManifestToHost(manifest: object, host: Principal, channels: readonly object[] = []): Record<string, Json> {
   const source = manifest as Record<string, unknown>;
   const { did: _did, ...agent } = host;
   const profiles = Array.isArray(source['profiles']) ? source['profiles'] : [];
   const compatibility = isRecord(source['compatibility']) ? source['compatibility'] : {};
   const nativeHttp = isRecord(compatibility['native_http']) ? compatibility['native_http'] : {};
+  const declared = Array.isArray(source['channels']) ? source['channels'] : [];
   return typedManifest({
     ...source,
     agent,
+    channels: [...declared, ...channels],
     profiles: profiles.includes(NATIVE_HTTP_PROFILE) ? profiles : [...profiles, NATIVE_HTTP_PROFILE],
     compatibility: { ...compatibility, native_http: { ...nativeHttp, ...NATIVE_HTTP_COMPATIBILITY } },
   }).value as Record<string, Json>;

@@ -85,9 +85,24 @@ function formatParts({ year, month, day, hour, minute, second, nanosecond, offse
 
 /** RFC 3339 in UTC as the reference re-serialises it: "2026-12-01T21:00:00.12Z" (no trailing fractional zero, no ".000"). */
 export function rfc3339(ms: number): string {
+  const text = Number.isInteger(ms) ? utcRfc3339(ms, 0) : undefined;
+  if (text === undefined) throw new RangeError(`${ms} is not a whole millisecond in years 0–9999`);
+  return text;
+}
+
+/** The same for an instant in whole microseconds since the epoch (a float seconds timestamp's precision). */
+export function rfc3339Micros(micros: number): string {
+  const ms = Math.floor(micros / 1000);
+  const text = Number.isSafeInteger(micros) ? utcRfc3339(ms, (micros - ms * 1000) * 1000) : undefined;
+  if (text === undefined) throw new RangeError(`${micros} is not a whole microsecond in years 0–9999`);
+  return text;
+}
+
+/** The UTC form of epoch `ms` plus `nanoseconds` (< 1 ms); undefined outside years 0–9999. */
+function utcRfc3339(ms: number, nanoseconds: number): string | undefined {
   const date = new Date(ms);
   const year = date.getUTCFullYear();
-  if (!Number.isInteger(ms) || year < 0 || year > 9999) throw new RangeError(`${ms} is not a whole millisecond in years 0–9999`);
+  if (!(year >= 0 && year <= 9999)) return undefined;
   return formatParts({
     year,
     month: date.getUTCMonth() + 1,
@@ -95,7 +110,7 @@ export function rfc3339(ms: number): string {
     hour: date.getUTCHours(),
     minute: date.getUTCMinutes(),
     second: date.getUTCSeconds(),
-    nanosecond: date.getUTCMilliseconds() * 1_000_000,
+    nanosecond: date.getUTCMilliseconds() * 1_000_000 + nanoseconds,
     offsetMinutes: 0,
   });
 }

@@ -12,13 +12,12 @@
 import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { signEnvelope, type Envelope, type Principal } from '../../../src/host/wire/envelope.js';
-import { messageId } from '../../../src/host/wire/ids.js';
+import type { Envelope, Principal } from '../../../src/host/wire/envelope.js';
 import { parseWire, wireJson } from '../../../src/host/wire/json.js';
-import { rfc3339 } from '../../../src/host/wire/time.js';
 import { CALLBACK_PATH, ROUTE_KEYS, type ConnectorRoute, type Party } from './deployment.js';
 import { principalProblem, roundtripProblem, sentAtProblem, signatureProblem, type ParsedWire } from './envelope-checks.js';
-import { readLimitedBody, sendJson, sendText, startLoopbackServer, waitUntil } from './http.js';
+import { sendIngressAnswer } from './ingress-answer.js';
+import { readLimitedBody, sendText, startLoopbackServer, waitUntil } from './http.js';
 
 const ENVELOPE_LIMIT = 4 * 1024 * 1024;
 const CHUNK_LIMIT = 256 * 1024;
@@ -108,20 +107,8 @@ export async function startCallbackIngress(central: Party, now: () => number = D
     changes.emit('record');
   };
 
-  const answer = (response: ServerResponse, request: Envelope | undefined, status: number, body: Record<string, unknown>) => {
-    const reply: Envelope = {
-      aip_version: '1.0',
-      message_type: 'error' in body ? 'aip.core.v1.error' : 'aip.discovery.v1.event_stream_response',
-      message_id: messageId(),
-      sent_at: rfc3339(now()),
-      body,
-      ...(request?.session_id ? { session_id: request.session_id } : {}),
-      ...(request?.correlation_id ? { correlation_id: request.correlation_id } : {}),
-      ...(request?.message_id ? { in_response_to: request.message_id } : {}),
-      ...(request?.from ? { to: request.from } : {}),
-    };
-    sendJson(response, status, signEnvelope(reply, central.key, central.principal).text);
-  };
+  const answer = (response: ServerResponse, request: Envelope | undefined, status: number, body: Record<string, unknown>) =>
+    sendIngressAnswer(response, central, now(), request, status, body);
 
   /** The central checks in the order of §1.6; the first that fails decides the refusal, all are recorded. */
   const verify = (parsed: ParsedWire, entry: ChunkRecord): Refusal | undefined => {

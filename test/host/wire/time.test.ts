@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { fromTimeArray, normaliseRfc3339, parseRfc3339, rfc3339, timeArray } from '../../../src/host/wire/time.js';
+import { fromTimeArray, normaliseRfc3339, parseRfc3339, rfc3339, rfc3339Micros, timeArray } from '../../../src/host/wire/time.js';
 
 const SEED = 20261202;
 const MIN_MS = new Date('0000-01-01T00:00:00Z').getTime();
@@ -45,6 +45,23 @@ describe('rfc3339', () => {
     expect(() => rfc3339(MAX_MS + 1)).toThrow(RangeError);
     expect(() => rfc3339(MIN_MS - 1)).toThrow(RangeError);
     expect(() => rfc3339(1.5)).toThrow(RangeError);
+  });
+});
+
+describe('rfc3339Micros', () => {
+  it('writes microseconds without trailing zeros, as the reference re-serialises them', () => {
+    expect(rfc3339Micros(1796032842009136)).toBe('2026-11-30T10:00:42.009136Z');
+    expect(rfc3339Micros(1796032842120000)).toBe('2026-11-30T10:00:42.12Z');
+    expect(rfc3339Micros(1796032842000000)).toBe('2026-11-30T10:00:42Z');
+  });
+
+  it('is a fixed point of the reference normalisation and agrees with rfc3339 on whole milliseconds', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }), (micros) => {
+        expect(normaliseRfc3339(rfc3339Micros(micros))).toBe(rfc3339Micros(micros));
+        expect(rfc3339Micros(Math.floor(micros / 1000) * 1000)).toBe(rfc3339(Math.floor(micros / 1000)));
+      }),
+    );
   });
 });
 
