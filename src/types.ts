@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { AipAction, AipActionResult, AipCapability, AipManifest, AipStreamChunk, ImplementationSupport } from './contract/aip.js';
 import type { RunEvidence, RunLedger } from './ledger/types.js';
 import type { JournalOptions } from './journal/types.js';
+import type { DeliveryOptions, DeliveryRecord, DeliveryState, DeliveryTarget } from './outbox/types.js';
 
 export * from './contract/aip.js';
 
@@ -58,6 +59,13 @@ export interface HermesConnectorOptions {
    * follows every run it starts, keeps its events in the ledger, and run_events reads them from there.
    */
   journal?: JournalOptions;
+  /**
+   * Where the outbox delivers the journal's events (advanced: the AIP host and the webhook option feed
+   * their targets through here). Needs `journal`; ids must be unique. See docs/delivery.md.
+   */
+  eventTargets?: DeliveryTarget[];
+  /** The outbox's settings: `{ maxAgeMs?, maxPendingPerTarget?, concurrencyPerTarget?, attemptTimeoutMs?, leaseMs? }`. */
+  delivery?: DeliveryOptions;
 }
 
 export interface ApprovalGrant {
@@ -80,6 +88,14 @@ export interface ExecutionContext {
 }
 
 export type { EndpointOffer } from './discovery/offer.js';
+
+/** Filters of `deliveries()`: a tenant (null: no tenant; absent: every tenant), a target, a state, and how many at most (default 100, at most 1000). */
+export interface DeliveriesOptions {
+  tenantId?: string | null;
+  targetId?: string;
+  state?: DeliveryState;
+  limit?: number;
+}
 import type { EndpointOffer } from './discovery/offer.js';
 
 export interface HermesConnector {
@@ -104,5 +120,10 @@ export interface HermesConnector {
    * Reads the declarations not read yet; never rejects.
    */
   offers(): Promise<Record<string, EndpointOffer>>;
+  /**
+   * The outbox's evidence, newest first: the deliveries of one run (by run id, or the action id that
+   * started it), or of every run; `[]` without delivery targets. Never holds a secret.
+   */
+  deliveries(runIdOrActionId?: string, options?: DeliveriesOptions): Promise<DeliveryRecord[]>;
   close(): Promise<void>;
 }

@@ -7,6 +7,9 @@ import { parseJsonText } from '../internal/json-text.js';
 import { UsageError } from './errors.js';
 
 /** One endpoint as configured, with its key already read, and where that key came from (never the key). */
+
+/** The config file's top-level fields. */
+const FILE_FIELDS = new Set(['endpoints', 'ledger', 'mcp', 'journal', 'delivery']);
 export interface LoadedEndpoint {
   readonly config: HermesEndpointConfig & { apiKey: string };
   /** `apiKeyFile <path>` or `apiKeyEnv <NAME>`: where the key was read. */
@@ -21,6 +24,8 @@ export interface LoadedConfig {
   readonly ledger?: LedgerSpec;
   /** The config file's "journal" field as written: the connector's `journal` option, which it validates. */
   readonly journal?: unknown;
+  /** The config file's "delivery" field as written: the connector's `delivery` option (the outbox's settings), which it validates. */
+  readonly delivery?: unknown;
   /** The config file's "mcp" field as written, and the file's folder; read by `hermes-aip mcp` only. */
   readonly mcp?: { value: unknown; folder: string };
 }
@@ -97,15 +102,15 @@ function loadConfigFile(configPath: string, env: NodeJS.ProcessEnv): LoadedConfi
     throw new UsageError(`${where}: expected { "endpoints": [ { "id", "baseUrl", "apiKeyFile" | "apiKeyEnv", ... } ] } with at least one endpoint`);
   }
   for (const field of Object.keys(document)) {
-    if (field !== 'endpoints' && field !== 'ledger' && field !== 'mcp' && field !== 'journal')
-      throw new UsageError(`${where}: unknown field "${printable(field)}"`);
+    if (!FILE_FIELDS.has(field)) throw new UsageError(`${where}: unknown field "${printable(field)}"`);
   }
   const folder = dirname(resolve(configPath));
   const endpoints = document['endpoints'].map((entry: unknown, index: number) => loadEndpoint(entry, `${where}: endpoints[${index}]`, folder, env));
   const ledger = document['ledger'] === undefined ? ledgerFromEnvironment(env) : { ledger: ledgerFromFile(document['ledger'], where, folder, env) };
   const mcp = document['mcp'] === undefined ? {} : { mcp: { value: document['mcp'], folder } };
   const journal = document['journal'] === undefined ? {} : { journal: document['journal'] };
-  return { source: `file ${configPath}`, endpoints, ...ledger, ...mcp, ...journal };
+  const delivery = document['delivery'] === undefined ? {} : { delivery: document['delivery'] };
+  return { source: `file ${configPath}`, endpoints, ...ledger, ...mcp, ...journal, ...delivery };
 }
 
 function loadEndpoint(entry: unknown, where: string, folder: string, env: NodeJS.ProcessEnv): LoadedEndpoint {
@@ -166,9 +171,12 @@ export function openConnector(config: LoadedConfig): { connector: HermesConnecto
   try {
     ledger = config.ledger ? openLedger(config.ledger) : createMemoryLedger();
     const endpoints = config.endpoints.map((endpoint) => ({ ...endpoint.config }));
-    const connector = createHermesConnector(
-      config.journal === undefined ? { endpoints, ledger } : { endpoints, ledger, journal: config.journal as HermesConnectorOptions['journal'] },
-    );
+    const connector = createHermesConnector({
+      endpoints,
+      ledger,
+      ...(config.journal === undefined ? {} : { journal: config.journal as HermesConnectorOptions['journal'] }),
+      ...(config.delivery === undefined ? {} : { delivery: config.delivery as HermesConnectorOptions['delivery'] }),
+    });
     const owned = ledger;
     return {
       connector: {

@@ -4,7 +4,7 @@ import type { AipActionResult, AipStreamChunk, EventsLostRange, HermesSseEvent, 
 import { TERMINAL_EVENTS, TERMINAL_STATUSES } from '../contract/hermes-vocabulary.js';
 import { errorName } from '../internal/logger.js';
 import { AppendWriter, type WriterStop } from './append-writer.js';
-import type { EventsLost, JournalClose, JournalKey, JournalRecord, JournalScope, JournalStore, ResolvedJournalOptions } from './types.js';
+import type { EventsLost, JournalClose, JournalDeliveries, JournalKey, JournalRecord, JournalScope, JournalStore, ResolvedJournalOptions } from './types.js';
 
 /** One read of a run's event stream, through the connector's run_events path (never the journal itself). */
 export interface FollowRead {
@@ -78,13 +78,17 @@ export class RunJournal {
     this.#timers.push(first);
   }
 
-  /** A run the connector just started: its journal is created, held by this instance, before run_start answers. */
-  async begin(key: JournalKey): Promise<void> {
-    if (this.#closed) return;
+  /**
+   * A run the connector just started: its journal (and its outbox rows, when given) is created, held by
+   * this instance, before run_start answers. True when this call created it.
+   */
+  async begin(key: JournalKey, deliveries?: (now: number) => JournalDeliveries): Promise<boolean> {
+    if (this.#closed) return false;
     const now = this.#deps.now();
     const leaseExpiresAt = now + this.#deps.options.leaseMs;
-    if (!(await this.#deps.store.create(key, this.owner, now, leaseExpiresAt))) return;
+    if (!(await this.#deps.store.create(key, this.owner, now, leaseExpiresAt, deliveries?.(now)))) return false;
     this.#enqueue({ record: newJournal(key, this.owner, now, leaseExpiresAt), takenOver: false });
+    return true;
   }
 
   /** Stops following: reads in flight end as cancelled (the connector's close), and leases lapse for another replica to take over. */
@@ -264,7 +268,7 @@ export class RunJournal {
     const { store, options, now } = this.#deps;
     try {
       this.#totalBytes = await store.totalBytes();
-      await store.purge(now() - options.retentionMs, this.#deps.scopes);
+      await store.purge(now() - options.retentionMs, this.#deps.scopes, now());
       const taken = await store.takeOver(this.owner, now(), now() + options.leaseMs, TAKEOVER_BATCH, this.#deps.scopes);
       for (const record of taken) this.#enqueue({ record, takenOver: true });
     } catch (error) {
