@@ -146,7 +146,7 @@ export class Deliverer {
       while (!this.#closed && (pass === 'more' || held.again)) {
         held.again = false;
         pass = await this.#pass(held);
-        if (pass === 'dropped') this.#drop(held);
+        if (pass === 'dropped') return this.#drop(held);
       }
     } finally {
       this.#release(held.target.id);
