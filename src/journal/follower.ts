@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { AipActionResult, AipStreamChunk, EventsLostRange, HermesSseEvent, RunEventsOutput } from '../contract/aip.js';
 import { TERMINAL_EVENTS, TERMINAL_STATUSES } from '../contract/hermes-vocabulary.js';
 import { errorName } from '../internal/logger.js';
+import { startLeaseTimers } from '../internal/lease-timers.js';
 import { AppendWriter, type WriterStop } from './append-writer.js';
 import type { EventsLost, JournalClose, JournalDeliveries, JournalKey, JournalRecord, JournalScope, JournalStore, ResolvedJournalOptions } from './types.js';
 
@@ -65,17 +66,11 @@ export class RunJournal {
 
   /** Starts the lease renewal and the sweep (the first sweep on the next turn: creating a connector does no I/O). */
   start(): void {
-    const { leaseMs } = this.#deps.options;
-    const every = (ms: number, work: () => Promise<void>) => {
-      const timer = setInterval(() => void work(), ms);
-      timer.unref();
-      this.#timers.push(timer);
-    };
-    every(Math.max(50, Math.floor(leaseMs / 3)), () => this.#renew());
-    every(leaseMs, () => this.#sweep());
-    const first = setTimeout(() => void this.#sweep(), 0);
-    first.unref();
-    this.#timers.push(first);
+    this.#timers = startLeaseTimers(
+      this.#deps.options.leaseMs,
+      () => this.#renew(),
+      () => this.#sweep(),
+    );
   }
 
   /**

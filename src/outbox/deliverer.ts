@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { errorName } from '../internal/logger.js';
+import { startLeaseTimers } from '../internal/lease-timers.js';
 import type { JournalDeliveries, JournalEntry, JournalKey, JournalScope, JournalStore } from '../journal/types.js';
 import { retryDelayMs } from './backoff.js';
 import { outboxEventId } from './event-id.js';
@@ -75,17 +76,11 @@ export class Deliverer {
 
   /** Starts the lease renewal and the sweep (the first on the next turn). */
   start(): void {
-    const { leaseMs } = this.#deps.options;
-    const every = (ms: number, work: () => Promise<void>) => {
-      const timer = setInterval(() => void work(), ms);
-      timer.unref();
-      this.#timers.push(timer);
-    };
-    every(Math.max(50, Math.floor(leaseMs / 3)), () => this.#renew());
-    every(leaseMs, () => this.#sweep());
-    const first = setTimeout(() => void this.#sweep(), 0);
-    first.unref();
-    this.#timers.push(first);
+    this.#timers = startLeaseTimers(
+      this.#deps.options.leaseMs,
+      () => this.#renew(),
+      () => this.#sweep(),
+    );
   }
 
   /** A journal this replica just created with its deliveries: they are held from the start. */
