@@ -25,7 +25,7 @@ describe.skipIf(!PG_URL)('outbox on PostgreSQL with its backends ended', () => {
     const received: OutboxEvent[] = [];
     const target: DeliveryTarget = {
       id: 'recorder',
-      maxBatch: 2,
+      maxBatch: 1,
       accepts: () => true,
       async deliver(events) {
         if (ends < 3) {
