@@ -6,7 +6,7 @@ import type { TelemetryOptions } from './telemetry.js';
 import { Secret } from './internal/secret.js';
 import { OPERATION_NAMES, OPTIONAL_OPERATIONS, type HermesConnectorOptions, type OperationName } from './types.js';
 import { journalStoreOf, type ResolvedJournalOptions } from './journal/types.js';
-import type { DeliveryTarget, ResolvedDeliveryOptions } from './outbox/types.js';
+import { deliveryStoreOf, type DeliveryTarget, type ResolvedDeliveryOptions } from './outbox/types.js';
 
 export type ConfigErrorCode =
   | 'invalid_options'
@@ -237,10 +237,10 @@ function resolveDelivery(options: HermesConnectorOptions): ResolvedDelivery | un
     if (seen.has(id)) throw new ConnectorConfigError('invalid_delivery', `delivery target id \`${safeName(id)}\` is configured twice`);
     seen.add(id);
   }
-  if (options.journal === undefined) {
+  if (options.journal === undefined || deliveryStoreOf(options.ledger) === undefined) {
     throw new ConnectorConfigError(
       'invalid_delivery',
-      'delivery targets need the run event journal (options.journal, with a SQLite or PostgreSQL ledger): the outbox delivers its events',
+      "delivery targets need the run event journal (options.journal) on a ledger with an outbox (createSqliteLedger or createPostgresLedger): the outbox delivers the journal's events",
     );
   }
   return Object.freeze({ targets: Object.freeze(targets), options: resolved });
