@@ -181,7 +181,8 @@ export class Deliverer {
     this.#attempts.add(controller);
     const timeout = setTimeout(() => controller.abort(), this.#deps.options.attemptTimeoutMs);
     try {
-      const outcome = await target.deliver(batch, controller.signal);
+      // A target that ignores the abort is not waited for: neither close() nor the delivery hangs on it.
+      const outcome = await Promise.race([target.deliver(batch, controller.signal), abortedOutcome(controller.signal)]);
       if (controller.signal.aborted && outcome?.kind !== 'delivered') return { kind: 'retry', reason: 'attempt_timeout' };
       return isOutcome(outcome) ? outcome : { kind: 'retry', reason: 'the target answered with no valid outcome' };
     } catch (error) {
@@ -299,6 +300,11 @@ function nextBatch(entries: JournalEntry[], { key, target }: Held): { batch: Out
     if (target.accepts(event)) batch.push({ id: outboxEventId(target.id, key, sequence), key, sequence, event });
   }
   return { batch, through };
+}
+
+/** Resolves once the attempt is aborted, as the retry it then is. */
+function abortedOutcome(signal: AbortSignal): Promise<DeliveryOutcome> {
+  return new Promise((resolve) => signal.addEventListener('abort', () => resolve({ kind: 'retry', reason: 'attempt_timeout' }), { once: true }));
 }
 
 function isOutcome(outcome: unknown): outcome is DeliveryOutcome {

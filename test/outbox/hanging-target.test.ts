@@ -28,4 +28,22 @@ describe.each(DURABLE_BACKENDS)('a hanging target on $name', (backend) => {
     const pending = await h.connector.deliveries(undefined, { state: 'pending' });
     expect(pending.map((record) => record.run_id).sort()).toEqual([...runs].sort());
   });
+
+  it('stops waiting for a target that ignores the abort: its attempts time out as retries, and the delivery is given up at maxAgeMs', async () => {
+    const store = await backend.create();
+    let calls = 0;
+    const deaf = { id: 'deaf', maxBatch: 10, accepts: () => true, deliver: () => (calls++, new Promise<never>(() => undefined)) };
+    const h = await harness({ connector: { ledger: store.ledger, journal: {}, delivery: { attemptTimeoutMs: 100, maxAgeMs: 1000 }, eventTargets: [deaf] } });
+    const runId = await h.startRun({ input: 'deaf', sim_script: script.quick() });
+    const record = await eventually(
+      async () => {
+        const [found] = await h.connector.deliveries(runId);
+        return found?.state === 'given_up' ? found : undefined;
+      },
+      'given up',
+      1500,
+    );
+    expect(record).toMatchObject({ given_up_reason: 'max_age', last_error: 'attempt_timeout' });
+    expect(calls).toBeGreaterThanOrEqual(2);
+  });
 });
