@@ -6,7 +6,8 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll } from 'vitest';
-import type { DeliveryOutcome, DeliveryTarget, HermesSseEvent, OutboxEvent } from 'aip-connector-hermes-agent';
+import type { DeliveryOutcome, DeliveryRecord, DeliveryTarget, HermesConnector, HermesSseEvent, OutboxEvent } from 'aip-connector-hermes-agent';
+import { eventually } from './harness.js';
 
 /** What the receiver kept of one event it acknowledged. */
 export interface Received {
@@ -99,3 +100,15 @@ export function httpTarget(url: string, options: { id?: string; maxBatch?: numbe
 
 /** Events of one run as received, in arrival order. */
 export const receivedFor = (receiver: Receiver, runId: string) => receiver.received.filter((event) => event.run_id === runId);
+
+/** The run's (only) delivery once it has ended (delivered or given up); polls as `eventually` does, failing a hung test. */
+export async function deliveryEnded(connector: HermesConnector, runId: string, attempts = 1500): Promise<DeliveryRecord> {
+  return eventually(
+    async () => {
+      const [record] = await connector.deliveries(runId).catch(() => []);
+      return record && record.state !== 'pending' ? record : undefined;
+    },
+    `the delivery of ${runId} ended`,
+    attempts,
+  );
+}

@@ -6,8 +6,8 @@
 import { describe, expect, it } from 'vitest';
 import type { DeliveryOptions, DeliveryRecord, DeliveryTarget } from 'aip-connector-hermes-agent';
 import { captureLogger } from '../helpers/capture-logger.js';
-import { API_KEY, eventually, harnessFactory, script, type Harness } from '../helpers/harness.js';
-import { httpTarget, receivedFor, startReceiver, type Receiver } from '../helpers/delivery-target.js';
+import { API_KEY, harnessFactory, script, type Harness } from '../helpers/harness.js';
+import { deliveryEnded, httpTarget, receivedFor, startReceiver, type Receiver } from '../helpers/delivery-target.js';
 import { DURABLE_BACKENDS } from '../helpers/ledgers.js';
 
 const harness = harnessFactory({ simulator: { streamLookupMs: 100 } });
@@ -29,20 +29,11 @@ describe.each(DURABLE_BACKENDS)('outbox deliverer on $name', (backend) => {
     });
     return { h, receiver, lines, raw };
   };
-  const ended = (h: Harness, runId: string) =>
-    eventually(
-      async () => {
-        const [record] = await h.connector.deliveries(runId);
-        return record && record.state !== 'pending' ? record : undefined;
-      },
-      `the delivery of ${runId} ended`,
-      1500,
-    );
 
   it('delivers every event of a run once, in journal order, each with a stable id, and records the delivery as delivered', async () => {
     const { h, receiver } = await delivering();
     const runId = await h.startRun({ input: 'hello', sim_script: script.quick() });
-    const record = await ended(h, runId);
+    const record = await deliveryEnded(h.connector, runId);
     const received = receivedFor(receiver, runId);
     expect(received.map((event) => event.event)).toEqual(simulatedNames(h, runId));
     expect(received.map((event) => event.sequence)).toEqual(received.map((_, index) => index + 1));
@@ -60,7 +51,7 @@ describe.each(DURABLE_BACKENDS)('outbox deliverer on $name', (backend) => {
   it('passes over the events a target does not accept, and batches the others up to its maxBatch', async () => {
     const { h, receiver } = await delivering({}, ({ url }) => httpTarget(url, { maxBatch: 1, accepts: (event) => event.event !== 'message.delta' }));
     const runId = await h.startRun({ input: 'hello', sim_script: script.quick() });
-    const record = await ended(h, runId);
+    const record = await deliveryEnded(h.connector, runId);
     const expected = simulatedNames(h, runId).filter((name) => name !== 'message.delta');
     expect(receivedFor(receiver, runId).map((event) => event.event)).toEqual(expected);
     expect(receiver.requests).toBe(expected.length);
@@ -71,14 +62,8 @@ describe.each(DURABLE_BACKENDS)('outbox deliverer on $name', (backend) => {
     const { h, receiver, lines, raw } = await delivering({ attemptTimeoutMs: 200 });
     receiver.answers.push(503, 'garbage', 'hang');
     const runId = await h.startRun({ input: 'hello', sim_script: script.quick() });
-    const record = await eventually(
-      async () => {
-        const [found] = await h.connector.deliveries(runId);
-        return found?.state === 'delivered' ? found : undefined;
-      },
-      'delivered after three failures',
-      2000,
-    );
+    const record = await deliveryEnded(h.connector, runId, 2000);
+    expect(record.state).toBe('delivered');
     expect(receivedFor(receiver, runId).map((event) => event.event)).toEqual(simulatedNames(h, runId));
     expect(record).toMatchObject({ attempts: 0, last_error: null, first_failure_at: null });
     const retries = lines.filter((line) => line['msg'] === 'run event delivery failed; retrying');
@@ -95,7 +80,7 @@ describe.each(DURABLE_BACKENDS)('outbox deliverer on $name', (backend) => {
     const { h, receiver, lines } = await delivering();
     receiver.otherwise = 422;
     const runId = await h.startRun({ input: 'hello', sim_script: script.quick() });
-    const record = await ended(h, runId);
+    const record = await deliveryEnded(h.connector, runId);
     expect(record).toMatchObject<Partial<DeliveryRecord>>({ state: 'given_up', given_up_reason: 'refused', last_error: 'HTTP 422', delivered_through: 0 });
     expect(receiver.requests).toBe(1);
     expect(lines.find((line) => line['msg'] === 'run event delivery given up')).toMatchObject({ given_up_reason: 'refused', undelivered_after_sequence: 0 });
@@ -105,7 +90,7 @@ describe.each(DURABLE_BACKENDS)('outbox deliverer on $name', (backend) => {
     const { h, receiver } = await delivering({ maxAgeMs: 1000 });
     receiver.otherwise = 503;
     const runId = await h.startRun({ input: 'hello', sim_script: script.quick() });
-    const record = await ended(h, runId);
+    const record = await deliveryEnded(h.connector, runId);
     expect(record).toMatchObject({ state: 'given_up', given_up_reason: 'max_age', last_error: 'HTTP 503', delivered_through: 0 });
     expect(record.first_failure_at).not.toBeNull();
     expect(receiver.received).toEqual([]);

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { eventually, harnessFactory, script } from '../helpers/harness.js';
-import { httpTarget, startReceiver } from '../helpers/delivery-target.js';
+import { deliveryEnded, httpTarget, startReceiver } from '../helpers/delivery-target.js';
 import { DURABLE_BACKENDS } from '../helpers/ledgers.js';
 
 const harness = harnessFactory({ simulator: { streamLookupMs: 100 } });
@@ -35,15 +35,8 @@ describe.each(DURABLE_BACKENDS)('a hanging target on $name', (backend) => {
     const deaf = { id: 'deaf', maxBatch: 10, accepts: () => true, deliver: () => (calls++, new Promise<never>(() => undefined)) };
     const h = await harness({ connector: { ledger: store.ledger, journal: {}, delivery: { attemptTimeoutMs: 100, maxAgeMs: 1000 }, eventTargets: [deaf] } });
     const runId = await h.startRun({ input: 'deaf', sim_script: script.quick() });
-    const record = await eventually(
-      async () => {
-        const [found] = await h.connector.deliveries(runId);
-        return found?.state === 'given_up' ? found : undefined;
-      },
-      'given up',
-      1500,
-    );
-    expect(record).toMatchObject({ given_up_reason: 'max_age', last_error: 'attempt_timeout' });
+    const record = await deliveryEnded(h.connector, runId);
+    expect(record).toMatchObject({ state: 'given_up', given_up_reason: 'max_age', last_error: 'attempt_timeout' });
     expect(calls).toBeGreaterThanOrEqual(2);
   });
 });

@@ -7,7 +7,8 @@
 import { describe, expect, it } from 'vitest';
 import { createPostgresLedger, type DeliveryTarget, type OutboxEvent } from 'aip-connector-hermes-agent';
 import { journalStoreOf, type JournalStore } from '../../src/journal/types.js';
-import { eventually, harnessFactory, script } from '../helpers/harness.js';
+import { deliveryEnded } from '../helpers/delivery-target.js';
+import { harnessFactory, script } from '../helpers/harness.js';
 import { PG_URL, createPgSchema } from '../helpers/ledgers.js';
 import { pgAdmin } from '../helpers/pg-schema.js';
 
@@ -40,14 +41,8 @@ describe.skipIf(!PG_URL)('outbox on PostgreSQL with its backends ended', () => {
     const h = await harness({ connector: { ledger, journal: { leaseMs: 300 }, delivery: { leaseMs: 300 }, eventTargets: [target] } });
     try {
       const runId = await h.startRun({ input: 'hello', sim_script: script.quick() });
-      const [record] = await eventually(
-        async () => {
-          const records = await h.connector.deliveries(runId).catch(() => []);
-          return records[0]?.state === 'delivered' ? records : undefined;
-        },
-        'delivered despite the ended backends',
-        3000,
-      );
+      const record = await deliveryEnded(h.connector, runId);
+      expect(record.state).toBe('delivered');
       expect(ends).toBe(3);
       expect(terminated).toBeGreaterThanOrEqual(3);
       const journaled = await (journalStoreOf(ledger) as JournalStore).events({ tenant_id: null, endpoint_id: 'local', run_id: runId }, 0, 1000);
@@ -57,7 +52,7 @@ describe.skipIf(!PG_URL)('outbox on PostgreSQL with its backends ended', () => {
       // Sent again only from where the delivered ones ended, and with the same ids.
       const ids = new Map(firsts.map((event) => [event.sequence, event.id]));
       for (const event of received) expect(event.id).toBe(ids.get(event.sequence));
-      expect(record?.delivered_through).toBe(journaled.length);
+      expect(record.delivered_through).toBe(journaled.length);
     } finally {
       await h.close();
       await ledger.close();

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { createHermesConnector } from 'aip-connector-hermes-agent';
 import { API_KEY, checkedConnector, ENDPOINT, eventually, harnessFactory, type Harness } from '../helpers/harness.js';
-import { httpTarget, receivedFor, startReceiver } from '../helpers/delivery-target.js';
+import { deliveryEnded, httpTarget, receivedFor, startReceiver } from '../helpers/delivery-target.js';
 import { DURABLE_BACKENDS } from '../helpers/ledgers.js';
 
 const harness = harnessFactory({ simulator: { streamLookupMs: 100 } });
@@ -39,14 +39,8 @@ describe.each(DURABLE_BACKENDS)('outbox replicas on $name', (backend) => {
       const runId = await h.startRun({ input: 'slow', sim_script: slowScript });
       await eventually(() => receiver.requests >= 1, 'the first attempt reached the receiver');
       await h.connector.close();
-      const [record] = await eventually(
-        async () => {
-          const records = await other.connector.deliveries(runId);
-          return records[0]?.state === 'delivered' ? records : undefined;
-        },
-        'the other replica finished the delivery',
-        2000,
-      );
+      const record = await deliveryEnded(other.connector, runId);
+      expect(record.state).toBe('delivered');
       const received = receivedFor(receiver, runId);
       const firsts = [...new Map(received.map((event) => [event.sequence, event])).values()];
       expect(firsts.map((event) => event.event)).toEqual(simulatedNames(h, runId));
@@ -54,7 +48,7 @@ describe.each(DURABLE_BACKENDS)('outbox replicas on $name', (backend) => {
       // Order per run: each batch starts where the delivered ones ended (a redelivery starts again at a batch's start).
       const ids = new Map(firsts.map((event) => [event.sequence, event.id]));
       for (const event of received) expect(event.id).toBe(ids.get(event.sequence));
-      expect(record?.owner).toBeNull();
+      expect(record.owner).toBeNull();
     } finally {
       await other.connector.close();
     }
