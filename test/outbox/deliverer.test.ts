@@ -96,4 +96,14 @@ describe.each(DURABLE_BACKENDS)('outbox deliverer on $name', (backend) => {
     expect(receiver.received).toEqual([]);
     expect(receiver.requests).toBeGreaterThanOrEqual(2);
   });
+
+  it('retries a target that is down (connection refused) and gives it up at maxAgeMs, saying so', async () => {
+    const down = await startReceiver();
+    await down.close();
+    const { h } = await delivering({ maxAgeMs: 1000 }, () => httpTarget(down.url));
+    const runId = await h.startRun({ input: 'hello', sim_script: script.quick() });
+    const record = await deliveryEnded(h.connector, runId);
+    expect(record).toMatchObject({ state: 'given_up', given_up_reason: 'max_age', delivered_through: 0 });
+    expect(record.last_error).toMatch(/^unreachable: /);
+  });
 });
