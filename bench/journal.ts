@@ -10,17 +10,16 @@
  *   concurrent runs share transactions).
  * Both sides drain every run's stream once; the simulator's own cost is in both.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createHermesConnector, createPostgresLedger, createSqliteLedger, type HermesConnector, type RunLedger } from 'aip-connector-hermes-agent';
-import { startHermesSimulator, type HermesSimulator } from 'aip-connector-hermes-agent/simulator';
+import type { HermesSimulator } from 'aip-connector-hermes-agent/simulator';
 import { journalStoreOf, JOURNAL_STORE, type JournalStore } from '../src/journal/types.js';
 import { createPgSchemaOn, type PgSchema } from '../test/helpers/pg-schema.js';
 import { fullGc } from './heap.js';
 import { pairedFigure, type BenchSettings, type Figure, type Log, type SectionResult } from './report.js';
 import { BENCH_API_KEY } from './servers.js';
+import { durableBackendsSection } from './ledger-backends.js';
 import { cpuMicros, interleave, summarize } from './stats.js';
 
 const ENDPOINT = 'bench';
@@ -44,7 +43,7 @@ interface FanoutRound {
 
 let counter = 0;
 const key = () => `bench-journal-${process.pid}-${++counter}`;
-const deltas = (count: number) => [
+export const deltas = (count: number) => [
   ...Array.from({ length: count }, (_, index) => ({ type: 'delta', text: `d${index} ` })),
   { type: 'complete', output: 'done' },
 ];
@@ -61,7 +60,7 @@ function countingLedger(ledger: RunLedger, appends: { calls: number; events: num
   return Object.assign(Object.create(ledger) as RunLedger, { [JOURNAL_STORE]: counted });
 }
 
-async function startRun(connector: HermesConnector, script: unknown[]): Promise<string> {
+export async function startRun(connector: HermesConnector, script: unknown[]): Promise<string> {
   const result = await connector.invoke({
     id: `act_${key()}`,
     capability_id: `cap:hermes_agent:${ENDPOINT}:run_start`,
@@ -181,38 +180,13 @@ async function benchBackend(
   }
 }
 
-export async function benchJournal(settings: BenchSettings, log: Log): Promise<SectionResult> {
-  const sim = await startHermesSimulator({ apiKey: BENCH_API_KEY, maxConcurrentRuns: 0, keepaliveMs: 60_000, streamLookupMs: 2000 });
-  const dir = mkdtempSync(join(tmpdir(), 'aip-bench-journal-'));
-  const backends: Array<'sqlite' | 'postgres'> = process.env.HERMES_TEST_PG_URL ? ['sqlite', 'postgres'] : ['sqlite'];
-  const figures: Figure[] = [];
-  const rounds: unknown[] = [];
-  const errors: string[] = [];
-  try {
-    for (const backend of backends) {
-      try {
-        const measured = await benchBackend(backend, sim, settings, log, dir);
-        figures.push(...measured.figures);
-        rounds.push(...measured.rounds);
-      } catch (error) {
-        errors.push(`${backend}: ${error instanceof Error ? error.message : String(error)}`);
-      }
-    }
-  } finally {
-    await sim.close();
-    rmSync(dir, { recursive: true, force: true });
-  }
-  return {
-    id: 'journal',
-    title: 'Run event journal',
-    config: {
-      stream_deltas: SIZES.streamDeltas,
-      fanout_runs: settings.quick ? SIZES.fanoutRuns / 5 : SIZES.fanoutRuns,
-      fanout_deltas: SIZES.fanoutDeltas,
-      backends,
-    },
-    figures,
-    rounds,
-    errors,
+export function benchJournal(settings: BenchSettings, log: Log): Promise<SectionResult> {
+  const config = {
+    stream_deltas: SIZES.streamDeltas,
+    fanout_runs: settings.quick ? SIZES.fanoutRuns / 5 : SIZES.fanoutRuns,
+    fanout_deltas: SIZES.fanoutDeltas,
   };
+  return durableBackendsSection({ id: 'journal', title: 'Run event journal', config }, 'aip-bench-journal-', { streamLookupMs: 2000 }, (backend, sim, dir) =>
+    benchBackend(backend, sim, settings, log, dir),
+  );
 }

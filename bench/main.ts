@@ -10,6 +10,7 @@ import { gcSource } from './heap.js';
 import { benchHost } from './host.js';
 import { benchHostile } from './hostile.js';
 import { benchJournal } from './journal.js';
+import { benchOutbox } from './outbox.js';
 import { LEDGER_CONCURRENCY, benchLedgerCost } from './ledger-cost.js';
 import { CONCURRENT_DELTAS, benchMemory } from './memory.js';
 import { buildReport, describeMachine, loadAverage, machineInfo, renderTable, writeResults, type BenchSettings, type SectionResult } from './report.js';
@@ -21,7 +22,7 @@ import { benchTelemetry } from './telemetry.js';
 
 const MIN_ROUNDS = 5;
 /** The sections `--only` can name, in the order they run. */
-const SECTIONS = ['discovery', 'request', 'stream', 'memory', 'telemetry', 'pipeline', 'ledger', 'journal', 'scale', 'host', 'hostile'] as const;
+const SECTIONS = ['discovery', 'request', 'stream', 'memory', 'telemetry', 'pipeline', 'ledger', 'journal', 'outbox', 'scale', 'host', 'hostile'] as const;
 type SectionName = (typeof SECTIONS)[number];
 
 function parseArgs(argv: string[]): BenchSettings {
@@ -99,6 +100,8 @@ async function main(): Promise<number> {
   if (runs('ledger')) sections.push(await section('Ledger cost', () => benchLedgerCost(settings, log)));
   // The simulator in this process: the journal's followers against reading Hermes directly.
   if (runs('journal')) sections.push(await section('Run event journal', () => benchJournal(settings, log)));
+  // The same simulator, the journal with a delivery target to a loopback receiver against the journal alone.
+  if (runs('outbox')) sections.push(await section('Outbox of run events', () => benchOutbox(settings, log)));
   if (runs('scale')) sections.push(await section('Scale', () => benchScale(settings, log)));
   // The built host in this process, driven over loopback by the runtime double in a child process.
   if (runs('host')) sections.push(await section('AIP remote connector host', () => benchHost(settings, log)));
@@ -120,6 +123,8 @@ async function main(): Promise<number> {
     ledger: `run_start with a fresh key per call at concurrency 1 and ${LEDGER_CONCURRENCY}; durable ledgers paired with the memory ledger of the same round; PostgreSQL only with HERMES_TEST_PG_URL`,
     journal:
       'journal on against off on the in-process simulator: one long stream, and many runs followed at once (CPU, heap, appends per event); SQLite, and PostgreSQL with HERMES_TEST_PG_URL',
+    outbox:
+      'the journal with one delivery target (a loopback HTTP receiver) against the journal alone on the in-process simulator: run_start latency, start-to-terminal-delivered lag, events delivered per second; SQLite, and PostgreSQL with HERMES_TEST_PG_URL',
     scale: `${SCALE_STREAMS} run_events streams over ${SCALE_ENDPOINTS} endpoints (one origin and pool each), held idle, then released`,
     host: "run_status through the built host (openHost, SQLite ledger) in the bench process, driven by test/helpers/aip-runtime in a child process; the host's CPU is the bench process's; wire floor, replay claim and Ed25519 pair in the bench process, same rounds",
     hostile:

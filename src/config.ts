@@ -8,6 +8,7 @@ import { isLoopbackHost } from './internal/loopback.js';
 import { readOwnedFile } from './internal/owned-file.js';
 import { OPERATION_NAMES, OPTIONAL_OPERATIONS, type HermesConnectorOptions, type OperationName, type WebhookEvents } from './types.js';
 import { journalStoreOf, type ResolvedJournalOptions } from './journal/types.js';
+import { deliveryStoreOf, type DeliveryTarget, type ResolvedDeliveryOptions } from './outbox/types.js';
 
 export type ConfigErrorCode =
   | 'invalid_options'
@@ -29,6 +30,7 @@ export type ConfigErrorCode =
   | 'insecure_ledger_file'
   | 'invalid_journal'
   | 'invalid_webhooks'
+  | 'invalid_delivery'
   | 'ledger_unavailable';
 
 const CONFIG_ERROR_BRAND = Symbol.for('aip-connector-hermes-agent.ConnectorConfigError');
@@ -84,6 +86,8 @@ export interface ResolvedConfig {
   readonly telemetry: TelemetryOptions;
   /** The run event journal, when on (it needs a durable ledger). */
   readonly journal: ResolvedJournalOptions | undefined;
+  /** The outbox of run events, when there are targets (it needs the journal). */
+  readonly delivery: ResolvedDelivery | undefined;
   /** The Standard Webhooks targets (they need the journal). */
   readonly webhooks: readonly ResolvedWebhook[];
 }
@@ -99,6 +103,14 @@ export interface ResolvedWebhook {
   readonly secret: Secret;
   readonly events: WebhookEvents;
   readonly timeoutMs: number;
+}
+
+export interface ResolvedDelivery {
+  /** The `eventTargets` given. */
+  readonly targets: readonly DeliveryTarget[];
+  /** The webhooks, whose targets the connector makes (they hold its HTTP pools). */
+  readonly webhooks: readonly ResolvedWebhook[];
+  readonly options: ResolvedDeliveryOptions;
 }
 
 const MiB = 1024 * 1024;
@@ -127,6 +139,7 @@ const TOP_LEVEL_OPTIONS = new Set([
   'journal',
   'webhooks',
   'eventTargets',
+  'delivery',
 ]);
 export const DEFAULT_IDEMPOTENCY_LEASE_MS = 30_000;
 const ENDPOINT_FIELDS = new Set(['id', 'baseUrl', 'apiKey', 'displayName', 'tenantId', 'operations']);
@@ -141,6 +154,7 @@ export function resolveConfig(options: HermesConnectorOptions): ResolvedConfig {
   for (const key of Object.keys(options)) {
     if (!TOP_LEVEL_OPTIONS.has(key)) throw new ConnectorConfigError('unknown_option', `unknown option \`${safeName(key)}\``);
   }
+  const webhooks = resolveWebhooks(options.webhooks, options.journal);
   return {
     endpoints: resolveEndpoints(options.endpoints),
     limits: resolveLimits(options.limits),
@@ -151,7 +165,8 @@ export function resolveConfig(options: HermesConnectorOptions): ResolvedConfig {
     idempotencyLeaseMs: resolveLeaseMs(options.idempotencyLeaseMs),
     telemetry: resolveTelemetry(options),
     journal: resolveJournal(options.journal, options.ledger),
-    webhooks: resolveWebhooks(options.webhooks, options.journal),
+    webhooks,
+    delivery: resolveDelivery(options, webhooks),
   };
 }
 
@@ -262,26 +277,98 @@ const JOURNAL_BOUNDS: Record<keyof ResolvedJournalOptions, readonly [number, num
 /** `journal`: absent is off; an object (every field optional) is on, and needs a ledger that keeps journals. */
 function resolveJournal(journal: unknown, ledger: unknown): ResolvedJournalOptions | undefined {
   if (journal === undefined) return undefined;
-  if (!isPlainObject(journal)) throw new ConnectorConfigError('invalid_journal', 'options.journal must be an object');
-  const resolved: Record<string, number> = { ...DEFAULT_JOURNAL };
-  for (const [key, value] of Object.entries(journal)) {
-    const bounds = JOURNAL_BOUNDS[key as keyof ResolvedJournalOptions] as readonly [number, number] | undefined;
-    if (!Object.hasOwn(JOURNAL_BOUNDS, key) || bounds === undefined) {
-      throw new ConnectorConfigError('unknown_option', `options.journal has unknown field \`${safeName(key)}\``);
-    }
-    if (value === undefined) continue;
-    if (typeof value !== 'number' || !Number.isInteger(value) || value < bounds[0] || value > bounds[1]) {
-      throw new ConnectorConfigError('invalid_journal', `journal.${key} must be an integer from ${bounds[0]} to ${bounds[1]}`);
-    }
-    resolved[key] = value;
-  }
+  const resolved = resolveIntegers(journal, DEFAULT_JOURNAL, JOURNAL_BOUNDS, 'journal', 'invalid_journal');
   if (journalStoreOf(ledger) === undefined) {
     throw new ConnectorConfigError(
       'invalid_journal',
       'options.journal needs a durable ledger that keeps journals (createSqliteLedger or createPostgresLedger): the events must outlive the process',
     );
   }
-  return Object.freeze(resolved as unknown as ResolvedJournalOptions);
+  return resolved;
+}
+
+/** An options object of integer fields, each optional, within its bounds; the defaults fill the rest. */
+function resolveIntegers<T extends object>(
+  given: unknown,
+  defaults: T,
+  bounds: Record<keyof T, readonly [number, number]>,
+  field: string,
+  code: ConfigErrorCode,
+): T {
+  if (!isPlainObject(given)) throw new ConnectorConfigError(code, `options.${field} must be an object`);
+  const resolved: Record<string, number> = { ...(defaults as Record<string, number>) };
+  for (const [key, value] of Object.entries(given)) {
+    const range = bounds[key as keyof T] as readonly [number, number] | undefined;
+    if (!Object.hasOwn(bounds, key) || range === undefined)
+      throw new ConnectorConfigError('unknown_option', `options.${field} has unknown field \`${safeName(key)}\``);
+    if (value === undefined) continue;
+    if (typeof value !== 'number' || !Number.isInteger(value) || value < range[0] || value > range[1]) {
+      throw new ConnectorConfigError(code, `${field}.${key} must be an integer from ${range[0]} to ${range[1]}`);
+    }
+    resolved[key] = value;
+  }
+  return Object.freeze(resolved) as T;
+}
+
+export const DEFAULT_DELIVERY: ResolvedDeliveryOptions = Object.freeze({
+  maxAgeMs: 24 * 60 * 60 * 1000,
+  // The AIP connector host's outbox holds at most 10,000 pending batches.
+  maxPendingPerTarget: 10_000,
+  concurrencyPerTarget: 16,
+  attemptTimeoutMs: 30_000,
+  leaseMs: 15_000,
+});
+
+const DELIVERY_BOUNDS: Record<keyof ResolvedDeliveryOptions, readonly [number, number]> = {
+  maxAgeMs: [1000, 30 * 24 * 60 * 60 * 1000],
+  maxPendingPerTarget: [1, 1_000_000],
+  concurrencyPerTarget: [1, 1000],
+  attemptTimeoutMs: [100, 300_000],
+  leaseMs: [100, 3_600_000],
+};
+const TARGET_ID = /^[\x21-\x7e]{1,128}$/;
+const MAX_TARGET_BATCH = 1000;
+
+/**
+ * The outbox: on when there are delivery targets (`eventTargets`, and a target per webhook, which the
+ * connector makes), which need the journal (the outbox delivers its events). `delivery` alone only sets
+ * the outbox's options.
+ */
+function resolveDelivery(options: HermesConnectorOptions, webhooks: readonly ResolvedWebhook[]): ResolvedDelivery | undefined {
+  const resolved =
+    options.delivery === undefined ? DEFAULT_DELIVERY : resolveIntegers(options.delivery, DEFAULT_DELIVERY, DELIVERY_BOUNDS, 'delivery', 'invalid_delivery');
+  const targets = resolveEventTargets(options.eventTargets);
+  if (targets.length === 0 && webhooks.length === 0) return undefined;
+  const seen = new Set<string>();
+  for (const { id } of [...webhooks, ...targets]) {
+    if (seen.has(id)) throw new ConnectorConfigError('invalid_delivery', `delivery target id \`${safeName(id)}\` is configured twice`);
+    seen.add(id);
+  }
+  if (options.journal === undefined || deliveryStoreOf(options.ledger) === undefined) {
+    throw new ConnectorConfigError(
+      'invalid_delivery',
+      "delivery targets need the run event journal (options.journal) on a ledger with an outbox (createSqliteLedger or createPostgresLedger): the outbox delivers the journal's events",
+    );
+  }
+  return Object.freeze({ targets: Object.freeze(targets), webhooks, options: resolved });
+}
+
+function resolveEventTargets(targets: unknown): DeliveryTarget[] {
+  if (targets === undefined) return [];
+  if (!Array.isArray(targets)) throw new ConnectorConfigError('invalid_delivery', 'options.eventTargets must be an array of delivery targets');
+  return targets.map((target: unknown, index) => {
+    const where = `eventTargets[${index}]`;
+    if (!isPlainObjectLike(target)) throw new ConnectorConfigError('invalid_delivery', `${where} must be a delivery target`);
+    const { id, maxBatch, accepts, deliver } = target as Record<string, unknown>;
+    if (typeof id !== 'string' || !TARGET_ID.test(id)) throw new ConnectorConfigError('invalid_delivery', `${where}.id must be 1-128 visible ASCII characters`);
+    if (typeof maxBatch !== 'number' || !Number.isInteger(maxBatch) || maxBatch < 1 || maxBatch > MAX_TARGET_BATCH) {
+      throw new ConnectorConfigError('invalid_delivery', `${where}.maxBatch must be an integer from 1 to ${MAX_TARGET_BATCH}`);
+    }
+    if (typeof accepts !== 'function' || typeof deliver !== 'function') {
+      throw new ConnectorConfigError('invalid_delivery', `${where} must have accepts(event) and deliver(events, signal) methods`);
+    }
+    return target as DeliveryTarget;
+  });
 }
 
 /** The OpenTelemetry providers, checked for the one method each that the connector calls. */

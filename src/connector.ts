@@ -20,12 +20,24 @@ import { MAX_JSON_DEPTH, MAX_JSON_VALUES, plainJsonCopy, type NotPlainJson } fro
 import type { JournalReading, OperationCall, OperationOutcome } from './operations/operation.js';
 import { seqOf } from './operations/event-reader.js';
 import { RunJournal, type FollowRead } from './journal/follower.js';
-import { journalStoreOf } from './journal/types.js';
+import { journalStoreOf, type JournalScope } from './journal/types.js';
+import { Deliverer } from './outbox/deliverer.js';
+import { createWebhookTargets } from './outbox/webhook.js';
+import { deliveryStoreOf, type DeliveryQuery, type DeliveryRecord } from './outbox/types.js';
 import { checkActionId, checkContext, checkIdempotencyKeyFormat, enforceGates } from './contract/policy.js';
 import { CapabilityRegistry, capabilityId, implementationSupport, type CapabilityEntry } from './contract/registry.js';
 import { describeSchemaErrors, schemaCatalog } from './contract/schemas.js';
 import { InvocationTrace, Telemetry } from './telemetry.js';
-import type { AipAction, AipActionResult, AipReceipt, EndpointOffer, ExecutionContext, HermesConnector, HermesConnectorOptions } from './types.js';
+import type {
+  AipAction,
+  AipActionResult,
+  AipReceipt,
+  DeliveriesOptions,
+  EndpointOffer,
+  ExecutionContext,
+  HermesConnector,
+  HermesConnectorOptions,
+} from './types.js';
 
 /** Validates the configuration (throwing ConnectorConfigError) and returns the connector; no I/O happens here. */
 export function createHermesConnector(options: HermesConnectorOptions): HermesConnector {
@@ -57,11 +69,13 @@ export function createHermesConnector(options: HermesConnectorOptions): HermesCo
     }),
     openCalls,
     journal: undefined,
+    delivery: undefined,
   };
   const inFlight = new InFlight();
   const run = (action: unknown, context: unknown, hostCancellation: boolean, internal: InternalCall = CALLER) =>
     inFlight.track(invokePipeline(deps, action, context, hostCancellation, internal));
   deps.journal = startJournal(deps, (follow) => run(...followAction(deps, follow), false, { follower: true, onEventsLost: follow.onEventsLost }));
+  deps.delivery = startDelivery(deps);
 
   return {
     id: 'hermes-agent',
@@ -90,10 +104,12 @@ export function createHermesConnector(options: HermesConnectorOptions): HermesCo
     },
     reconcile: () => inFlight.track(reconcileOpenRuns(deps, (action, context) => run(action, context, false))),
     offers: () => inFlight.track(readOffers(deps)),
+    deliveries: (runIdOrActionId, options) => listDeliveries(deps, runIdOrActionId, options),
     async close() {
       if (openCalls.closed) return;
       openCalls.close();
       deps.guard.close();
+      await deps.delivery?.close();
       await deps.journal?.followers.close();
       await inFlight.drained();
       await deps.guard.drained();
@@ -115,6 +131,8 @@ interface PipelineDeps {
   openCalls: OpenCalls;
   /** The run event journal, when on: its followers, and what run_events reads. */
   journal: { followers: RunJournal; reading: JournalReading } | undefined;
+  /** The outbox's delivery engine, when there are delivery targets. */
+  delivery: Delivery | undefined;
 }
 
 /** How the connector calls itself: a journal follower reads Hermes, never the journal, and hears of lost events as they are found. */
@@ -131,10 +149,71 @@ function startJournal(deps: PipelineDeps, read: (follow: FollowRead) => Promise<
   const { journal: options, ledger } = deps.config;
   const store = journalStoreOf(ledger);
   if (!options || !store) return undefined;
-  const scopes = deps.config.endpoints.map(({ id, tenantId }) => (tenantId === undefined ? { endpoint_id: id } : { endpoint_id: id, tenant_id: tenantId }));
-  const followers = new RunJournal({ store, scopes, options, now: deps.config.now, logger: deps.logger, read, seqOf });
+  const followers = new RunJournal({ store, scopes: scopesOf(deps), options, now: deps.config.now, logger: deps.logger, read, seqOf });
   followers.start();
   return { followers, reading: { store, safetyRereadMs: options.leaseMs } };
+}
+
+/** The endpoints this connector can read, each with the tenant it serves: only their journals and deliveries are taken over. */
+function scopesOf(deps: PipelineDeps): JournalScope[] {
+  return deps.config.endpoints.map(({ id, tenantId }) => (tenantId === undefined ? { endpoint_id: id } : { endpoint_id: id, tenant_id: tenantId }));
+}
+
+/** The outbox's deliverer, and what closes it with the webhook targets' pools. */
+interface Delivery {
+  readonly deliverer: Deliverer;
+  close(): Promise<void>;
+}
+
+/** The outbox's deliverer, started, when there are delivery targets (config validation made sure the journal is on). */
+function startDelivery(deps: PipelineDeps): Delivery | undefined {
+  const { delivery, ledger, now } = deps.config;
+  const journal = journalStoreOf(ledger);
+  const store = deliveryStoreOf(ledger);
+  if (!delivery || !journal || !store || !deps.journal) return undefined;
+  const webhooks = createWebhookTargets(delivery.webhooks, { dispatcher: deps.config.dispatcher, logger: deps.logger, now });
+  const targets = [...webhooks.targets, ...delivery.targets];
+  const deliverer = new Deliverer({ journal, store, targets, scopes: scopesOf(deps), options: delivery.options, now, logger: deps.logger });
+  deliverer.start();
+  return {
+    deliverer,
+    async close() {
+      await deliverer.close();
+      await webhooks.close();
+    },
+  };
+}
+
+const DEFAULT_DELIVERIES_LIMIT = 100;
+const MAX_DELIVERIES_LIMIT = 1000;
+
+/** deliveries(): the outbox's records of a run (named by run id, or by the action that started it), or of every run. */
+async function listDeliveries(deps: PipelineDeps, runIdOrActionId: string | undefined, options: DeliveriesOptions | undefined): Promise<DeliveryRecord[]> {
+  const store = deliveryStoreOf(deps.config.ledger);
+  const query = deliveriesQuery(options);
+  if (!deps.delivery || !store) return [];
+  if (runIdOrActionId === undefined) return store.list(query);
+  if (typeof runIdOrActionId !== 'string' || !isStorableId(runIdOrActionId)) throw new TypeError('deliveries(): the id must be a run id or an action id');
+  const byRun = await store.list({ ...query, run_id: runIdOrActionId });
+  if (byRun.length > 0) return byRun;
+  const binding = await deps.ledger.evidence(runIdOrActionId, query.tenant_id);
+  return binding?.action_id === runIdOrActionId ? store.list({ ...query, run_id: binding.run_id }) : [];
+}
+
+function deliveriesQuery(options: DeliveriesOptions | undefined): DeliveryQuery {
+  const { tenantId, targetId, state, limit = DEFAULT_DELIVERIES_LIMIT } = options ?? {};
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_DELIVERIES_LIMIT)
+    throw new TypeError(`deliveries(): \`limit\` must be an integer from 1 to ${MAX_DELIVERIES_LIMIT}`);
+  if (state !== undefined && state !== 'pending' && state !== 'delivered' && state !== 'given_up') {
+    throw new TypeError('deliveries(): `state` must be pending, delivered or given_up');
+  }
+  if (targetId !== undefined && (typeof targetId !== 'string' || !isStorableId(targetId))) throw new TypeError('deliveries(): `targetId` must be a target id');
+  return {
+    limit,
+    ...(state === undefined ? {} : { state }),
+    ...(targetId === undefined ? {} : { target_id: targetId }),
+    ...(tenantId === undefined ? {} : { tenant_id: evidenceTenant({ tenantId }) as string | null }),
+  };
 }
 
 /** The run_events action and context a follower reads a run with. */
@@ -154,12 +233,18 @@ function followAction(deps: PipelineDeps, follow: FollowRead): [AipAction, Execu
 }
 
 /** A run_start that Hermes accepted is followed when the journal is on: its journal exists before the caller hears of the run. */
-async function journalStartedRun(journal: NonNullable<PipelineDeps['journal']>, admitted: AdmittedAction, result: AipActionResult): Promise<void> {
+async function journalStartedRun(
+  journal: NonNullable<PipelineDeps['journal']>,
+  delivery: Deliverer | undefined,
+  admitted: AdmittedAction,
+  result: AipActionResult,
+): Promise<void> {
   const runId = (result.output as { run_id?: unknown } | undefined)?.run_id;
   if (admitted.entry.operation !== 'run_start' || result.status !== 'completed' || typeof runId !== 'string') return;
   const key = { tenant_id: admitted.context.tenantId ?? null, endpoint_id: admitted.entry.endpoint.id, run_id: runId };
   try {
-    await journal.followers.begin(key);
+    // The outbox's rows are created in the journal's transaction: nothing is sent on the start's path.
+    if (await journal.followers.begin(key, delivery && ((now) => delivery.deliveriesFor(now)))) delivery?.begun(key);
   } catch (error) {
     admitted.logger.error({ err: errorName(error) }, 'run journal could not be created: the run is not followed');
   }
@@ -202,7 +287,7 @@ async function invokePipeline(
     if (!plain.ok) throw new HermesFailure('invalid_input', `The action is invalid: ${plain.why}`);
     const admitted = admit(deps, plain.value, rawContext, hostCancellation, internal, startedAt, admission);
     result = await trace.within(dispatchOnce, deps, admitted);
-    if (deps.journal) await journalStartedRun(deps.journal, admitted, result);
+    if (deps.journal) await journalStartedRun(deps.journal, deps.delivery?.deliverer, admitted, result);
   } catch (error) {
     result = shapeResult(actionId, admission.entry, failedOutcome(error, false), undefined);
   }

@@ -22,3 +22,12 @@ export { createHermBridge, applyToolUpdate } from './bridge/index.js';
 export type { HermBridge, HermBridgeOptions, HermToolUseEvent, HermApprovalRequest, HermApprovalDecision, HermHistoryEvent } from './bridge/index.js';
 export type { BridgeJob } from './ledger/index.js';
 export type { JournalOptions, JournalState, EventsLost } from './journal/types.js';
+export type {
+  DeliveryTarget,
+  DeliveryOutcome,
+  OutboxEvent,
+  DeliveryOptions,
+  DeliveryRecord,
+  DeliveryState,
+  GiveUpReason,
+} from './outbox/types.js';

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { AipAction, AipActionResult, AipCapability, AipManifest, AipStreamChunk, ImplementationSupport } from './contract/aip.js';
 import type { RunEvidence, RunLedger } from './ledger/types.js';
 import type { JournalOptions } from './journal/types.js';
-import type { DeliveryTarget } from './outbox/types.js';
+import type { DeliveryOptions, DeliveryRecord, DeliveryState, DeliveryTarget } from './outbox/types.js';
 
 export * from './contract/aip.js';
 
@@ -64,8 +64,13 @@ export interface HermesConnectorOptions {
    * signed with each one's secret, one event per message. See docs/webhooks.md.
    */
   webhooks?: WebhookConfig[];
-  /** Where the outbox delivers journaled run events (the journal must be on). */
+  /**
+   * Where the outbox delivers the journal's events (advanced: the AIP host and the webhook option feed
+   * their targets through here). Needs `journal`; ids must be unique. See docs/delivery.md.
+   */
   eventTargets?: DeliveryTarget[];
+  /** The outbox's settings: `{ maxAgeMs?, maxPendingPerTarget?, concurrencyPerTarget?, attemptTimeoutMs?, leaseMs? }`. */
+  delivery?: DeliveryOptions;
 }
 
 /** One Standard Webhooks receiver. */
@@ -104,6 +109,14 @@ export interface ExecutionContext {
 }
 
 export type { EndpointOffer } from './discovery/offer.js';
+
+/** Filters of `deliveries()`: a tenant (null: no tenant; absent: every tenant), a target, a state, and how many at most (default 100, at most 1000). */
+export interface DeliveriesOptions {
+  tenantId?: string | null;
+  targetId?: string;
+  state?: DeliveryState;
+  limit?: number;
+}
 import type { EndpointOffer } from './discovery/offer.js';
 
 export interface HermesConnector {
@@ -128,5 +141,10 @@ export interface HermesConnector {
    * Reads the declarations not read yet; never rejects.
    */
   offers(): Promise<Record<string, EndpointOffer>>;
+  /**
+   * The outbox's evidence, newest first: the deliveries of one run (by run id, or the action id that
+   * started it), or of every run; `[]` without delivery targets. Never holds a secret.
+   */
+  deliveries(runIdOrActionId?: string, options?: DeliveriesOptions): Promise<DeliveryRecord[]>;
   close(): Promise<void>;
 }

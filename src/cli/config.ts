@@ -23,6 +23,8 @@ export interface LoadedConfig {
   readonly journal?: unknown;
   /** The config file's "webhooks" field, each secretFile resolved against the file's folder: the connector's `webhooks` option, which it validates. */
   readonly webhooks?: unknown;
+  /** The config file's "delivery" field as written: the connector's `delivery` option (the outbox's settings), which it validates. */
+  readonly delivery?: unknown;
   /** The config file's "mcp" field as written, and the file's folder; read by `hermes-aip mcp` only. */
   readonly mcp?: { value: unknown; folder: string };
 }
@@ -30,7 +32,8 @@ export interface LoadedConfig {
 /** Where the run ledger lives. A PostgreSQL URL may hold a password: it is read from the environment and never printed. */
 export type LedgerSpec = { kind: 'sqlite'; path: string } | { kind: 'postgres'; connectionString: string; from: string };
 
-const FILE_FIELDS = new Set(['endpoints', 'ledger', 'mcp', 'journal', 'webhooks']);
+/** The config file's top-level fields. */
+const FILE_FIELDS = new Set(['endpoints', 'ledger', 'mcp', 'journal', 'webhooks', 'delivery']);
 const ENDPOINT_FIELDS = new Set(['id', 'baseUrl', 'apiKeyFile', 'apiKeyEnv', 'tenantId', 'displayName', 'operations']);
 export const DEFAULT_ENDPOINT_ID = 'default';
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -108,7 +111,8 @@ function loadConfigFile(configPath: string, env: NodeJS.ProcessEnv): LoadedConfi
   const mcp = document['mcp'] === undefined ? {} : { mcp: { value: document['mcp'], folder } };
   const journal = document['journal'] === undefined ? {} : { journal: document['journal'] };
   const webhooks = document['webhooks'] === undefined ? {} : { webhooks: webhooksFromFile(document['webhooks'], folder) };
-  return { source: `file ${configPath}`, endpoints, ...ledger, ...mcp, ...journal, ...webhooks };
+  const delivery = document['delivery'] === undefined ? {} : { delivery: document['delivery'] };
+  return { source: `file ${configPath}`, endpoints, ...ledger, ...mcp, ...journal, ...webhooks, ...delivery };
 }
 
 /** The "webhooks" field with each `secretFile` resolved against the config file's folder; the rest the connector checks. */
@@ -183,9 +187,10 @@ export function openConnector(
     ledger = config.ledger ? openLedger(config.ledger) : createMemoryLedger();
     const endpoints = config.endpoints.map((endpoint) => ({ ...endpoint.config }));
     const options: HermesConnectorOptions = { endpoints, ledger, ...delivery };
-    // Passed as written: the connector validates them (invalid_journal, invalid_webhooks).
+    // Passed as written: the connector validates them (invalid_journal, invalid_webhooks, invalid_delivery).
     if (config.journal !== undefined) options.journal = config.journal as HermesConnectorOptions['journal'];
     if (config.webhooks !== undefined) options.webhooks = config.webhooks as HermesConnectorOptions['webhooks'];
+    if (config.delivery !== undefined) options.delivery = config.delivery as HermesConnectorOptions['delivery'];
     const connector = createHermesConnector(options);
     const owned = ledger;
     return {

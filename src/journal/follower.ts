@@ -3,8 +3,9 @@ import type { Logger } from 'pino';
 import type { AipActionResult, AipStreamChunk, EventsLostRange, HermesSseEvent, RunEventsOutput } from '../contract/aip.js';
 import { TERMINAL_EVENTS, TERMINAL_STATUSES } from '../contract/hermes-vocabulary.js';
 import { errorName } from '../internal/logger.js';
+import { startLeaseTimers } from '../internal/lease-timers.js';
 import { AppendWriter, type WriterStop } from './append-writer.js';
-import type { EventsLost, JournalClose, JournalKey, JournalRecord, JournalScope, JournalStore, ResolvedJournalOptions } from './types.js';
+import type { EventsLost, JournalClose, JournalDeliveries, JournalKey, JournalRecord, JournalScope, JournalStore, ResolvedJournalOptions } from './types.js';
 
 /** One read of a run's event stream, through the connector's run_events path (never the journal itself). */
 export interface FollowRead {
@@ -65,26 +66,24 @@ export class RunJournal {
 
   /** Starts the lease renewal and the sweep (the first sweep on the next turn: creating a connector does no I/O). */
   start(): void {
-    const { leaseMs } = this.#deps.options;
-    const every = (ms: number, work: () => Promise<void>) => {
-      const timer = setInterval(() => void work(), ms);
-      timer.unref();
-      this.#timers.push(timer);
-    };
-    every(Math.max(50, Math.floor(leaseMs / 3)), () => this.#renew());
-    every(leaseMs, () => this.#sweep());
-    const first = setTimeout(() => void this.#sweep(), 0);
-    first.unref();
-    this.#timers.push(first);
+    this.#timers = startLeaseTimers(
+      this.#deps.options.leaseMs,
+      () => this.#renew(),
+      () => this.#sweep(),
+    );
   }
 
-  /** A run the connector just started: its journal is created, held by this instance, before run_start answers. */
-  async begin(key: JournalKey): Promise<void> {
-    if (this.#closed) return;
+  /**
+   * A run the connector just started: its journal (and its outbox rows, when given) is created, held by
+   * this instance, before run_start answers. True when this call created it.
+   */
+  async begin(key: JournalKey, deliveries?: (now: number) => JournalDeliveries): Promise<boolean> {
+    if (this.#closed) return false;
     const now = this.#deps.now();
     const leaseExpiresAt = now + this.#deps.options.leaseMs;
-    if (!(await this.#deps.store.create(key, this.owner, now, leaseExpiresAt))) return;
+    if (!(await this.#deps.store.create(key, this.owner, now, leaseExpiresAt, deliveries?.(now)))) return false;
     this.#enqueue({ record: newJournal(key, this.owner, now, leaseExpiresAt), takenOver: false });
+    return true;
   }
 
   /** Stops following: reads in flight end as cancelled (the connector's close), and leases lapse for another replica to take over. */
@@ -264,7 +263,7 @@ export class RunJournal {
     const { store, options, now } = this.#deps;
     try {
       this.#totalBytes = await store.totalBytes();
-      await store.purge(now() - options.retentionMs, this.#deps.scopes);
+      await store.purge(now() - options.retentionMs, this.#deps.scopes, now());
       const taken = await store.takeOver(this.owner, now(), now() + options.leaseMs, TAKEOVER_BATCH, this.#deps.scopes);
       for (const record of taken) this.#enqueue({ record, takenOver: true });
     } catch (error) {

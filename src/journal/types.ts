@@ -27,6 +27,15 @@ export interface JournalScope {
  */
 export type JournalState = 'following' | 'complete' | 'reconciled' | 'truncated' | 'abandoned';
 
+/** The outbox rows a journal is created with: one per delivery target, held by the outbox's deliverer. */
+export interface JournalDeliveries {
+  owner: string;
+  leaseExpiresAt: number;
+  targetIds: readonly string[];
+  /** A target with this many pending deliveries gets this run's given up at once (`outbox_full`). */
+  maxPendingPerTarget: number;
+}
+
 /** A gap recorded instead of pretending the journal is whole: events after `after_sequence` may be missing. */
 export interface EventsLost {
   after_sequence: number;
@@ -73,12 +82,18 @@ export interface JournalClose {
  * names its owner and changes nothing once another owner holds it.
  */
 export interface JournalStore {
-  /** Creates the journal held by `owner`, unless the tenant already has one for the run; true when created. */
-  create(key: JournalKey, owner: string, now: number, leaseExpiresAt: number): Promise<boolean>;
+  /**
+   * Creates the journal held by `owner`, unless the tenant already has one for the run; true when created.
+   * With `deliveries`, its outbox rows too, in the same transaction: one per target, held by the deliverer.
+   */
+  create(key: JournalKey, owner: string, now: number, leaseExpiresAt: number, deliveries?: JournalDeliveries): Promise<boolean>;
   journal(key: JournalKey): Promise<JournalRecord | null>;
   /** Whether another tenant journals this run (its events are not this tenant's to read). */
   journaledForAnotherTenant(key: JournalKey): Promise<boolean>;
-  /** Appends events (idempotent per sequence); false when the journal is no longer the owner's or no longer following. */
+  /**
+   * Appends events (idempotent per sequence), queuing them for the run's pending deliveries in the same
+   * transaction; false when the journal is no longer the owner's or no longer following.
+   */
   append(key: JournalKey, owner: string, append: JournalAppend): Promise<boolean>;
   /** Records a gap; false when the journal is not the owner's. */
   recordLoss(key: JournalKey, owner: string, lost: EventsLost[]): Promise<boolean>;
@@ -94,8 +109,12 @@ export interface JournalStore {
   events(key: JournalKey, afterSequence: number, limit: number): Promise<JournalEntry[]>;
   /** Bytes of every stored journal. */
   totalBytes(): Promise<number>;
-  /** Deletes journals within `scopes` closed at or before `closedBefore`, with their events; returns how many. */
-  purge(closedBefore: number, scopes: readonly JournalScope[]): Promise<number>;
+  /**
+   * Deletes journals within `scopes` closed at or before `closedBefore`, with their events; returns how
+   * many. A delivery still pending on a deleted journal is given up first (`retention`), and ended
+   * deliveries last updated at or before `closedBefore` are deleted (their evidence lives as long as a journal).
+   */
+  purge(closedBefore: number, scopes: readonly JournalScope[], now: number): Promise<number>;
   /** Calls `onChange` after any append or close of the journal that is committed (from any replica the backend can reach). */
   subscribe(key: JournalKey, onChange: () => void): () => void;
 }

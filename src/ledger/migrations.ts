@@ -217,6 +217,37 @@ export const MIGRATIONS: readonly Migration[] = [
     // and when Hermes, by its own record, marked the run interrupted. Older bindings know neither.
     statements: [`ALTER TABLE run_bindings ADD COLUMN learned_from TEXT`, `ALTER TABLE run_bindings ADD COLUMN interrupted_at BIGINT`],
   },
+  {
+    version: 9,
+    // The outbox of run events: a delivery cursor per (run, target) over the journal's events, not a
+    // copy of them. Rows are created with their journal and raised (queued_through) with each append,
+    // in the same transactions; a deliverer holds a row through a lease and advances delivered_through.
+    statements: [
+      `CREATE TABLE run_deliveries (
+        tenant_scope TEXT NOT NULL,
+        tenant_id TEXT,
+        endpoint_id TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        target_id TEXT NOT NULL,
+        state TEXT NOT NULL,
+        owner TEXT,
+        lease_expires_at BIGINT,
+        delivered_through BIGINT NOT NULL,
+        queued_through BIGINT NOT NULL,
+        attempts INTEGER NOT NULL,
+        next_attempt_at BIGINT,
+        first_failure_at BIGINT,
+        last_error TEXT,
+        given_up_reason TEXT,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        PRIMARY KEY (tenant_scope, endpoint_id, run_id, target_id)
+      )`,
+      `CREATE INDEX run_deliveries_open ON run_deliveries (target_id, state, lease_expires_at)`,
+      `CREATE INDEX run_deliveries_updated_at ON run_deliveries (state, updated_at)`,
+      `CREATE INDEX run_deliveries_run_id ON run_deliveries (run_id)`,
+    ],
+  },
 ];
 
 /** The primary-key form of a tenant: '' stands for "no tenant" (tenant ids are never empty). */

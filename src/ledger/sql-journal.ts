@@ -1,5 +1,5 @@
 import type { HermesSseEvent } from '../contract/aip.js';
-import type { EventsLost, JournalKey, JournalRecord, JournalScope, JournalState, JournalStore } from '../journal/types.js';
+import type { EventsLost, JournalDeliveries, JournalKey, JournalRecord, JournalScope, JournalState, JournalStore } from '../journal/types.js';
 import type { SqlStatement } from './group-commit.js';
 import type { JournalTail } from './journal-tail.js';
 import { tenantScope } from './migrations.js';
@@ -16,8 +16,9 @@ export interface JournalSql {
 
 const COLUMNS =
   'tenant_id, endpoint_id, run_id, state, owner, lease_expires_at, next_sequence, last_hermes_seq, bytes, events_lost, created_at, closed_at, close_reason';
-const KEY = 'tenant_scope = ? AND endpoint_id = ? AND run_id = ?';
-const keyParams = (key: JournalKey) => [tenantScope(key.tenant_id), key.endpoint_id, key.run_id];
+/** The condition on a run's key (journals, their events, their deliveries), and its parameters. */
+export const KEY = 'tenant_scope = ? AND endpoint_id = ? AND run_id = ?';
+export const keyParams = (key: JournalKey) => [tenantScope(key.tenant_id), key.endpoint_id, key.run_id];
 const OWNED = `${KEY} AND owner = ? AND state = 'following'`;
 
 /** The topic readers of a journal subscribe to: the key itself (at most ~1.2 kB, under NOTIFY's 8 kB). */
@@ -35,13 +36,14 @@ export function createSqlJournal(db: () => Promise<JournalSql>, tail: JournalTai
   };
 
   return {
-    async create(key, owner, now, leaseExpiresAt) {
+    async create(key, owner, now, leaseExpiresAt, deliveries) {
       const [created] = await change(key, [
         {
           sql: `INSERT INTO run_journals (tenant_scope, ${COLUMNS}) VALUES (?, ?, ?, ?, 'following', ?, ?, 1, NULL, 0, '[]', ?, NULL, NULL)
                 ON CONFLICT (tenant_scope, endpoint_id, run_id) DO NOTHING`,
           params: [tenantScope(key.tenant_id), key.tenant_id, key.endpoint_id, key.run_id, owner, leaseExpiresAt, now],
         },
+        ...(deliveries?.targetIds ?? []).map((targetId) => createDelivery(key, targetId, deliveries as JournalDeliveries, now)),
       ]);
       return (created ?? 0) > 0;
     },
@@ -71,7 +73,13 @@ export function createSqlJournal(db: () => Promise<JournalSql>, tail: JournalTai
               ON CONFLICT (tenant_scope, endpoint_id, run_id, sequence) DO NOTHING`,
         params: [...keyParams(key), sequence, JSON.stringify(event), ...keyParams(key), owner],
       }));
-      const [updated] = await change(key, [update, ...inserts]);
+      // Queued in the same transaction as the events: an event is never journaled without being queued.
+      const queue = {
+        sql: `UPDATE run_deliveries SET queued_through = ? WHERE ${KEY} AND state = 'pending' AND queued_through < ?
+              AND EXISTS (SELECT 1 FROM run_journals WHERE ${OWNED})`,
+        params: [last.sequence, ...keyParams(key), last.sequence, ...keyParams(key), owner],
+      };
+      const [updated] = await change(key, [update, ...inserts, queue]);
       return (updated ?? 0) > 0;
     },
     async recordLoss(key, owner, lost) {
@@ -124,7 +132,7 @@ export function createSqlJournal(db: () => Promise<JournalSql>, tail: JournalTai
       const rows = await (await db()).all('SELECT COALESCE(SUM(bytes), 0) AS total FROM run_journals', []);
       return Number(rows[0]?.total ?? 0);
     },
-    async purge(closedBefore, scopes) {
+    async purge(closedBefore, scopes, now) {
       if (scopes.length === 0) return 0;
       const sql = await db();
       const within = scoped(scopes);
@@ -135,18 +143,55 @@ export function createSqlJournal(db: () => Promise<JournalSql>, tail: JournalTai
       for (const row of closed) {
         const params = [row.tenant_scope, row.endpoint_id, row.run_id];
         await sql.runTogether([
+          // The events a delivery still needs go with the journal: the delivery is given up, with that as its evidence.
+          {
+            sql: `UPDATE run_deliveries SET state = 'given_up', given_up_reason = 'retention', last_error = ?, owner = NULL, lease_expires_at = NULL,
+                    updated_at = ? WHERE ${KEY} AND state = 'pending'`,
+            params: ['the journal was purged (retentionMs) before these events were delivered', now, ...params],
+          },
           { sql: `DELETE FROM run_journal_events WHERE ${KEY}`, params },
           { sql: `DELETE FROM run_journals WHERE ${KEY} AND state <> 'following'`, params },
         ]);
       }
+      await sql.run(`DELETE FROM run_deliveries WHERE state <> 'pending' AND updated_at <= ? AND (${within.sql})`, [closedBefore, ...within.params]);
       return closed.length;
     },
     subscribe: (key, onChange) => tail.subscribe(journalTopic(key), onChange),
   };
 }
 
-/** The condition that selects journals within `scopes` (at least one). */
-function scoped(scopes: readonly JournalScope[]): { sql: string; params: string[] } {
+/**
+ * A delivery row created with its journal: held by the deliverer, or given up at once (`outbox_full`)
+ * when its target already has `maxPendingPerTarget` pending ones (the start is never held up by the bound).
+ */
+function createDelivery(key: JournalKey, targetId: string, deliveries: JournalDeliveries, now: number): SqlStatement {
+  return {
+    sql: `INSERT INTO run_deliveries (tenant_scope, tenant_id, endpoint_id, run_id, target_id, state, owner, lease_expires_at, delivered_through,
+            queued_through, attempts, next_attempt_at, first_failure_at, last_error, given_up_reason, created_at, updated_at)
+          SELECT ?, ?, ?, ?, ?, CASE WHEN bound.at_bound THEN 'given_up' ELSE 'pending' END, CASE WHEN bound.at_bound THEN NULL ELSE ? END,
+            CASE WHEN bound.at_bound THEN NULL ELSE CAST(? AS BIGINT) END, 0, 0, 0, NULL, NULL,
+            CASE WHEN bound.at_bound THEN 'the outbox held maxPendingPerTarget pending deliveries for this target' ELSE NULL END,
+            CASE WHEN bound.at_bound THEN 'outbox_full' ELSE NULL END, CAST(? AS BIGINT), CAST(? AS BIGINT)
+          FROM (SELECT COUNT(*) >= CAST(? AS BIGINT) AS at_bound FROM run_deliveries WHERE target_id = ? AND state = 'pending') bound WHERE true
+          ON CONFLICT (tenant_scope, endpoint_id, run_id, target_id) DO NOTHING`,
+    params: [
+      tenantScope(key.tenant_id),
+      key.tenant_id,
+      key.endpoint_id,
+      key.run_id,
+      targetId,
+      deliveries.owner,
+      deliveries.leaseExpiresAt,
+      now,
+      now,
+      deliveries.maxPendingPerTarget,
+      targetId,
+    ],
+  };
+}
+
+/** The condition that selects journals (or deliveries) within `scopes` (at least one). */
+export function scoped(scopes: readonly JournalScope[]): { sql: string; params: string[] } {
   const params: string[] = [];
   const conditions = scopes.map(({ endpoint_id, tenant_id }) => {
     params.push(endpoint_id);

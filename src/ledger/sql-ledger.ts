@@ -6,6 +6,8 @@ import { type CommitBatch, GroupCommit, type GroupCommitOptions, type SqlStateme
 import { JOURNAL_STORE, type JournalKeeper } from '../journal/types.js';
 import type { JournalTail } from './journal-tail.js';
 import { createSqlJournal } from './sql-journal.js';
+import { createSqlOutbox } from './sql-outbox.js';
+import { DELIVERY_STORE, type DeliveryStore } from '../outbox/types.js';
 import { numOrNull, strOrNull } from './sql-values.js';
 import type {
   ApprovalImport,
@@ -73,10 +75,11 @@ export function createSqlLedger(kind: string, executor: SqlExecutor): RunLedger 
   };
   const scopeParams = (scope: IdempotencyScope) => [scope.capability_id, scope.idempotency_key];
 
-  const ledger: RunLedger & JournalKeeper = {
+  const ledger: RunLedger & JournalKeeper & { [DELIVERY_STORE]: DeliveryStore } = {
     kind,
     // Not a RunLedger method (a custom ledger need not keep journals): the connector looks for it when the journal is on.
     [JOURNAL_STORE]: createSqlJournal(db, executor.tail),
+    [DELIVERY_STORE]: createSqlOutbox(db),
     async claim(request: ClaimRequest) {
       const sql = await db();
       // DO NOTHING, not DO UPDATE: a key already in use (a replay, a duplicate waiting for the

@@ -88,7 +88,7 @@ describe.each(DURABLE_BACKENDS)('journal store on $name', (backend) => {
     // A journal another tenant's follower closed: past any retention, it is that tenant's to purge.
     expect(await b.takeOver('replica-b', 5000, 9000, 100, [{ endpoint_id: 'local', tenant_id: 'tenant-b' }])).toHaveLength(1);
     expect(await b.close(tenantB, 'replica-b', closed)).toBe(true);
-    expect(await b.purge(7000, [{ endpoint_id: 'local', tenant_id: 'tenant-a' }])).toBe(1);
+    expect(await b.purge(7000, [{ endpoint_id: 'local', tenant_id: 'tenant-a' }], 7000)).toBe(1);
     expect(await b.journal(tenantA)).toBeNull();
     expect((await b.journal(tenantB))?.state).toBe('complete');
   });
@@ -102,7 +102,7 @@ describe.each(DURABLE_BACKENDS)('journal store on $name', (backend) => {
     }
     await a.close(old, 'owner', { state: 'complete', reason: 'run.completed', now: 2000 });
     await a.close(recent, 'owner', { state: 'complete', reason: 'run.completed', now: 8000 });
-    expect(await a.purge(5000, LOCAL)).toBeGreaterThanOrEqual(1);
+    expect(await a.purge(5000, LOCAL, 5000)).toBeGreaterThanOrEqual(1);
     expect(await a.journal(old)).toBeNull();
     expect(await a.events(old, 0, 10)).toEqual([]);
     expect((await a.journal(recent))?.state).toBe('complete');
