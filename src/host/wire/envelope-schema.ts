@@ -7,7 +7,7 @@
  * float (`1.0`), or a lone surrogate.
  */
 import { NumberLexeme } from './json.js';
-import { ENVELOPE, type Field, type Kind, type Reserialized, reserialize } from './reference-types.js';
+import { ENVELOPE, type Field, fieldNames, type Kind, type Reserialized, reserialize } from './reference-types.js';
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   value !== null && typeof value === 'object' && !Array.isArray(value) && !(value instanceof NumberLexeme);
@@ -22,7 +22,7 @@ function integerValue(value: unknown): number | undefined {
 
 function structProblem(fields: readonly Field[], value: unknown, path: string, closed: boolean): string | undefined {
   if (!isRecord(value)) return `${path || 'body'}: is not an object`;
-  const known = new Set(fields.map((spec) => spec.name));
+  const known = fieldNames(fields);
   if (closed) {
     const extra = Object.keys(value).find((key) => !known.has(key));
     if (extra !== undefined) return `${at(path, extra)}: additional property not allowed`;
@@ -75,7 +75,7 @@ function schemaProblem(kind: Kind, value: unknown, path: string): string | undef
       const tag = isRecord(value) ? value[kind.tag] : undefined;
       const fields = typeof tag === 'string' && Object.hasOwn(kind.variants, tag) ? kind.variants[tag] : undefined;
       if (fields === undefined) return `${path}: matches no variant`;
-      return structProblem([{ name: kind.tag, kind: { k: 'string' }, presence: 'required' }, ...fields], value, path, true);
+      return structProblem(withTagField(kind.tag, fields), value, path, true);
     }
     case 'adjacent': {
       const tag = isRecord(value) ? value[kind.tag] : undefined;
@@ -96,6 +96,18 @@ function schemaProblem(kind: Kind, value: unknown, path: string): string | undef
     case 'lazy':
       return schemaProblem(kind.get(), value, path);
   }
+}
+
+const taggedFields = new WeakMap<readonly Field[], readonly Field[]>();
+
+/** An internally tagged variant's fields with its tag first, built once per variant. */
+function withTagField(tag: string, fields: readonly Field[]): readonly Field[] {
+  let withTag = taggedFields.get(fields);
+  if (withTag?.[0]?.name !== tag) {
+    withTag = [{ name: tag, kind: { k: 'string' }, presence: 'required' }, ...fields];
+    taggedFields.set(fields, withTag);
+  }
+  return withTag;
 }
 
 export type EnvelopeCheck =

@@ -656,14 +656,28 @@ function decodeStruct(fields: readonly Field[], value: unknown, path: string, fl
   const out: Record<string, unknown> = {};
   for (const spec of fields) {
     const item = Object.hasOwn(value, spec.name) ? value[spec.name] : undefined;
+    // An absent skippable field is left out; its path (a string per field) is built only for the fields decoded.
+    if (item === undefined && (spec.presence === 'option' || spec.presence === 'skipEmpty')) continue;
     const decoded = decodeField(spec, item, at(path, spec.name));
     if (decoded !== undefined) out[spec.name] = decoded;
   }
   if (flatten) {
-    const known = new Set(fields.map((spec) => spec.name));
+    const known = fieldNames(fields);
     for (const [key, item] of Object.entries(value)) if (!known.has(key)) Object.defineProperty(out, key, { value: item, enumerable: true, writable: true });
   }
   return out;
+}
+
+const namesOfFields = new WeakMap<readonly Field[], ReadonlySet<string>>();
+
+/** The names of a struct's fields, built once per struct kind (they are checked for every message). */
+export function fieldNames(fields: readonly Field[]): ReadonlySet<string> {
+  let names = namesOfFields.get(fields);
+  if (names === undefined) {
+    names = new Set(fields.map((spec) => spec.name));
+    namesOfFields.set(fields, names);
+  }
+  return names;
 }
 
 function decodeField(spec: Field, item: unknown, path: string): unknown {
