@@ -26,7 +26,11 @@ describe('hermes-aip mcp with "webhooks" in its config file', { timeout: 60_000 
     });
     try {
       const { client } = await stdioClient(['--config', configPath]);
-      const script = [{ type: 'delta', text: 'Hello' }, { type: 'delta', text: ' hook' }, { type: 'complete', output: 'Hello hook' }];
+      const script = [
+        { type: 'delta', text: 'Hello' },
+        { type: 'delta', text: ' hook' },
+        { type: 'complete', output: 'Hello hook' },
+      ];
       const runId = await startRun(client, { input: 'hooked', sim_script: script }, 'mcp-hook-1');
       const read = await call(client, 'hermes_local_run_events', { run_id: runId });
       const journaled = (read.structuredContent as unknown as RunEventsOutput).events;
