@@ -19,6 +19,8 @@ import {
 import { expectSignedResult, startRunThroughHost } from '../helpers/aip-runtime/expectations.js';
 import { launchHost } from '../helpers/aip-runtime/launcher.js';
 import { script } from '../helpers/harness.js';
+import { PG_URL } from '../helpers/ledgers.js';
+import { createPgSchemaOn, type PgSchema } from '../helpers/pg-schema.js';
 
 interface StoredEvent {
   kind: string;
@@ -27,16 +29,21 @@ interface StoredEvent {
 
 const post = (url: string, body: string) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
 
-describe('hermes-aip host publishing run events to the runtime', { timeout: 60_000 }, () => {
+const LEDGERS = PG_URL ? ['SQLite', 'PostgreSQL'] : ['SQLite'];
+
+describe.each(LEDGERS)('hermes-aip host on %s publishing run events to the runtime', { timeout: 60_000 }, (ledgerName) => {
   let deployment: Deployment;
   let runId: string;
   let journaled: HermesSseEvent[];
+  let schema: PgSchema | undefined;
 
   beforeAll(async () => {
+    schema = ledgerName === 'PostgreSQL' ? await createPgSchemaOn(PG_URL!, 'host_events') : undefined;
     const simulator = await startSimulator();
     const runtime = await startRuntime();
     const settings = { EVENT_ENDPOINT: runtime.events.url, EVENT_ALLOW_HTTP: 'true', EVENT_ALLOW_PRIVATE: 'true' };
-    const host = await launchHost({ runtime, hermes: hermesOf(simulator), settings });
+    const ledger = schema ? ({ kind: 'postgres', connectionString: schema.connectionString } as const) : undefined;
+    const host = await launchHost({ runtime, hermes: hermesOf(simulator), settings, ...(ledger ? { ledger } : {}) });
     await waitForReady(host, 200);
     await runtime.admitted();
     deployment = { runtime, simulator, host };
@@ -44,7 +51,10 @@ describe('hermes-aip host publishing run events to the runtime', { timeout: 60_0
     const read = await deployment.runtime.dispatcher.invoke(host.target, runAction('run_events', runId));
     journaled = (expectSignedResult(read).output as RunEventsOutput).events;
   });
-  afterAll(closeDeployments);
+  afterAll(async () => {
+    await closeDeployments();
+    await schema?.drop();
+  });
 
   const storedOfRun = () =>
     [...deployment.runtime.events.stored.values()].map((event) => event as unknown as StoredEvent).filter((event) => event.data.run_id === runId);
