@@ -15,6 +15,8 @@ export const MAX_EVENTS_PER_ENVELOPE = 100;
 export const MAX_ENVELOPE_BYTES = 4 * 1024 * 1024;
 export const MAX_EVENT_BYTES = 256 * 1024;
 const MAX_KIND_BYTES = 256;
+/** How far ahead of the ingress's clock an event's occurred_at may be. */
+const MAX_FUTURE_SKEW_MS = 5 * 60_000;
 /** What an envelope's sent_at and a re-read float may add beyond the envelope we measured. */
 const ENVELOPE_MARGIN_BYTES = 4 * 1024;
 const KIND_PREFIX = 'hermes.';
@@ -117,12 +119,14 @@ export function eventKind(name: string): string {
 }
 
 /**
- * When the Hermes event happened: its `timestamp` (float seconds since the epoch, to the microsecond),
- * never later than now (the ingress refuses one more than 5 min ahead of its clock); now when it has none.
+ * When the Hermes event happened: its `timestamp` (float seconds since the epoch, to the microsecond); now
+ * when it has none. A timestamp a little ahead of our clock is kept as it is, so that a resend builds the
+ * same event (the ingress refuses a changed one as an idempotency conflict); only one beyond the ingress's
+ * future skew (now + 5 min), which it would refuse anyway, becomes now.
  */
 export function occurredAt(data: Record<string, unknown>, nowMs: number): string {
   const seconds = data['timestamp'];
   if (typeof seconds !== 'number' || !Number.isFinite(seconds) || seconds < 0) return rfc3339(nowMs);
   const micros = Math.round(seconds * 1_000_000);
-  return micros >= nowMs * 1000 || !Number.isSafeInteger(micros) ? rfc3339(nowMs) : rfc3339Micros(micros);
+  return micros > (nowMs + MAX_FUTURE_SKEW_MS) * 1000 || !Number.isSafeInteger(micros) ? rfc3339(nowMs) : rfc3339Micros(micros);
 }

@@ -65,6 +65,8 @@ export interface ControlPlaneOptions {
   leaseTtlMs: number;
   key?: SigningKey;
   now?: () => number;
+  /** Told of every record as it is made (the runtime admits the manifest of a granted registration). */
+  onRecord?: (record: ControlRecord) => void;
 }
 
 type Outcome = { status: number; outcome: Record<string, any> };
@@ -121,6 +123,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
 
   const record = (entry: ControlRecord): ControlRecord => {
     records.push(entry);
+    options.onRecord?.(entry);
     changes.emit('record');
     return entry;
   };

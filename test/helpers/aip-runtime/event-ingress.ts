@@ -68,6 +68,8 @@ export interface EventRecord {
   problem?: string;
   /** Event ids of the envelope. */
   eventIds: string[];
+  /** The request body as received ('' when the connection was dropped). */
+  text: string;
 }
 
 export interface EventIngress {
@@ -229,7 +231,7 @@ export async function startEventIngress(options: EventIngressOptions): Promise<E
     const parsed = parseWire(body.text);
     if ('error' in parsed || !isObject(parsed.value)) return sendText(response, 400, 'Failed to parse the request body as JSON');
     const envelope = parsed.value as unknown as Envelope;
-    const record: EventRecord = { status: 200, eventIds: eventIdsOf(parsed.value) };
+    const record: EventRecord = { status: 200, eventIds: eventIdsOf(parsed.value), text: body.text };
     records.push(record);
     const checked = state.mode === 'unavailable' ? temporary('connector_event.unavailable', 1000) : check(body.text, parsed.value);
     const appended = Array.isArray(checked) ? append(checked) : checked;
@@ -239,7 +241,7 @@ export async function startEventIngress(options: EventIngressOptions): Promise<E
     answer(response, envelope, status, { error: { error } });
   };
 
-  const server = await startLoopbackServer(handle, () => records.push({ status: 0, eventIds: [] }));
+  const server = await startLoopbackServer(handle, () => records.push({ status: 0, eventIds: [], text: '' }));
   return {
     url: `${server.url}${EVENTS_PATH}`,
     get mode() {
