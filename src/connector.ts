@@ -107,10 +107,14 @@ export function createHermesConnector(options: HermesConnectorOptions): HermesCo
     deliveries: (runIdOrActionId, options) => listDeliveries(deps, runIdOrActionId, options),
     async close() {
       if (openCalls.closed) return;
+      // Followers and deliverer stop before the calls are aborted: a read cut by the close below is then
+      // left to the next owner (its lease lapses), never taken for the end of its run.
+      const followersClosed = deps.journal?.followers.close();
+      const deliveryClosed = deps.delivery?.close();
       openCalls.close();
       deps.guard.close();
-      await deps.delivery?.close();
-      await deps.journal?.followers.close();
+      await deliveryClosed;
+      await followersClosed;
       await inFlight.drained();
       await deps.guard.drained();
       await deps.pools.close();
