@@ -10,7 +10,14 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli, simulatorWithConfig } from './helpers.js';
 
-const slowRun = { input: 'slow', sim_script: [{ type: 'delta', text: 'one ' }, { type: 'sleep', ms: 5000 }, { type: 'complete', output: 'one' }] };
+const slowRun = {
+  input: 'slow',
+  sim_script: [
+    { type: 'delta', text: 'one ' },
+    { type: 'sleep', ms: 5000 },
+    { type: 'complete', output: 'one' },
+  ],
+};
 
 describe('hermes-aip invoke run_start with the journal on', { timeout: 60_000 }, () => {
   it('leaves the run journal following for the next process', async () => {
@@ -20,7 +27,16 @@ describe('hermes-aip invoke run_start with the journal on', { timeout: 60_000 },
     // A webhook whose receiver is down: the outbox has a delivery to stop when the command closes.
     const webhooks = [{ url: 'http://127.0.0.1:9/hook', secretFile: 'hook.secret', allowLoopbackHttp: true }];
     writeFileSync(configPath, JSON.stringify({ ...config, ledger: { sqlite: 'ledger.db' }, journal: { leaseMs: 1000 }, webhooks }));
-    const start = await runCli(['invoke', 'cap:hermes_agent:local:run_start', '--input', JSON.stringify({ body: slowRun }), '--idempotency-key', 'invoke-journal-1', '--config', configPath]);
+    const start = await runCli([
+      'invoke',
+      'cap:hermes_agent:local:run_start',
+      '--input',
+      JSON.stringify({ body: slowRun }),
+      '--idempotency-key',
+      'invoke-journal-1',
+      '--config',
+      configPath,
+    ]);
     expect(start.code, start.stdout + start.stderr).toBe(0);
     const db = new Database(join(folder, 'ledger.db'), { readonly: true });
     try {

@@ -12,7 +12,11 @@ import { API_KEY, checkedConnector, ENDPOINT, eventually, harnessFactory } from 
 import { DURABLE_BACKENDS } from '../helpers/ledgers.js';
 
 const harness = harnessFactory({ simulator: { streamLookupMs: 100 } });
-const slowRun = [{ type: 'delta', text: 'one ' }, { type: 'sleep', ms: 1500 }, { type: 'complete', output: 'one two' }];
+const slowRun = [
+  { type: 'delta', text: 'one ' },
+  { type: 'sleep', ms: 1500 },
+  { type: 'complete', output: 'one two' },
+];
 
 describe.each(DURABLE_BACKENDS)('closing a connector that follows a run, on $name', (backend) => {
   it('leaves the journal following and its delivery pending; the next connector delivers every event', async () => {
@@ -21,7 +25,10 @@ describe.each(DURABLE_BACKENDS)('closing a connector that follows a run, on $nam
     receiver.otherwise = 'hang';
     const journal = { leaseMs: 200 };
     const delivery = { leaseMs: 200, attemptTimeoutMs: 60_000 };
-    const h = await harness({ simulator: { profile: 'v0.22' }, connector: { ledger: store.ledger, journal, delivery, eventTargets: [httpTarget(receiver.url)] } });
+    const h = await harness({
+      simulator: { profile: 'v0.22' },
+      connector: { ledger: store.ledger, journal, delivery, eventTargets: [httpTarget(receiver.url)] },
+    });
     const runId = await h.startRun({ input: 'closed mid-run', sim_script: slowRun });
     await eventually(() => receiver.requests >= 1, 'an attempt is in flight when the connector closes');
     await h.connector.close();
