@@ -9,9 +9,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
-import type { HoldPhase } from './kill-proxy.js';
+import { listenOnLoopback, readBody, type HoldPhase } from './kill-proxy.js';
 
 /** One verified delivery as it arrived. `accepted`: it was answered 2xx (or held after being recorded). */
 export interface Arrival {
@@ -52,15 +51,6 @@ const MISBEHAVIOURS: Misbehaviour[] = ['5xx', 'hang', 'garbage'];
 
 interface Payload {
   data: { tenant_id: string | null; endpoint_id: string; run_id: string; sequence: number };
-}
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
 }
 
 function verified(webhook: Webhook, body: string, req: IncomingMessage): Payload | null {
@@ -129,13 +119,13 @@ export async function startWebhookReceiver(options: ReceiverOptions): Promise<We
 
   const server = createServer((req, res) => {
     readBody(req).then(
-      (body) => receive(req, res, body),
+      (body) => receive(req, res, body.toString('utf8')),
       () => res.destroy(),
     );
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { origin, close } = await listenOnLoopback(server);
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`,
+    url: `${origin}/hooks`,
     secret,
     arrivals,
     get rejected() {
@@ -146,10 +136,6 @@ export async function startWebhookReceiver(options: ReceiverOptions): Promise<We
     disarm: () => {
       trap = undefined;
     },
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
+    close,
   };
 }
