@@ -17,6 +17,7 @@ import {
   type AipAction,
   type AipActionResult,
   type ExecutionContext,
+  type DeliveryRecord,
   type HermesConnector,
   type RunLedger,
 } from 'aip-connector-hermes-agent';
@@ -219,16 +220,13 @@ async function inParallel<T>(items: readonly T[], limit: number, work: (item: T)
  * the runs end; a killed predecessor's are taken over after their lease) and all its events delivered.
  */
 async function deliveriesSettled(): Promise<boolean> {
-  let pending = 0;
+  let pending: DeliveryRecord[] | null = null;
   for (let check = 0; check < SETTLE_CHECKS; check++) {
-    pending = await replicas[0].deliveries(undefined, { state: 'pending', limit: 1000 }).then(
-      (records) => records.length,
-      () => Number.POSITIVE_INFINITY,
-    );
-    if (pending === 0) return true;
+    pending = await replicas[0].deliveries(undefined, { state: 'pending', limit: 1000 }).catch(() => null);
+    if (pending?.length === 0) return true;
     await pause(100);
   }
-  say({ t: 'unsettled', pending });
+  say({ t: 'unsettled', pending: pending ?? 'unreadable', now: Date.now() });
   return false;
 }
 

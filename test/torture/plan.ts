@@ -68,7 +68,7 @@ export type ChildLine =
   | { t: 'recovered' }
   | { t: 'result'; action: string; status: string; code: string | null; replayed: boolean; run_id: string | null }
   | { t: 'unavailable'; action: string }
-  | { t: 'unsettled'; pending: number }
+  | { t: 'unsettled'; pending: unknown; now: number }
   | { t: 'done' };
 
 /** The keyed steps of a lifecycle, by the name the child reports them under. */

@@ -119,6 +119,12 @@ function spawnChild(config: ChildConfig): Incarnation {
   return { child, lines, stderr: () => stderr, ended };
 }
 
+/** What the child said when its deliveries did not settle in time, if it did. */
+const unsettled = (incarnation: Incarnation): string => {
+  const line = incarnation.lines.find((candidate) => candidate.t === 'unsettled');
+  return line ? ` deliveries unsettled: ${JSON.stringify(line)}` : '';
+};
+
 async function kill(incarnation: Incarnation): Promise<void> {
   if (incarnation.child.exitCode === null && incarnation.child.signalCode === null) incarnation.child.kill('SIGKILL');
   await incarnation.ended;
@@ -314,7 +320,7 @@ export async function runTorture(options: TortureOptions): Promise<TortureSummar
         summary.kills_by_moment[moment] = (summary.kills_by_moment[moment] ?? 0) + 1;
       } else if (outcome === 'hung') summary.violations.push(`round ${summary.rounds}: the child hung (${moment})`);
       else if (!incarnation.lines.some((line) => line.t === 'done'))
-        summary.violations.push(`round ${summary.rounds}: the child failed (${moment}): ${incarnation.stderr()}`);
+        summary.violations.push(`round ${summary.rounds}: the child failed (${moment}): ${incarnation.stderr()}${unsettled(incarnation)}`);
       summary.violations.push(...(await afterRestart(observed, settled)).map((problem) => `after round ${summary.rounds} (${moment}): ${problem}`));
       log(
         `round ${summary.rounds}: ${moment} -> ${outcome}; kills ${summary.kills}/${options.kills}; plan ${world.plan.lifecycles.length} lifecycles, ${world.plan.jobs.length} jobs`,
@@ -336,7 +342,8 @@ async function finalRun(world: World, summary: TortureSummary, observed: Paramet
   const last = spawnChild(childConfig(world));
   const ended = await Promise.race([last.ended.then(() => 'ended'), sleep(WATCHDOG_MS).then(() => 'hung')]);
   await kill(last);
-  if (ended === 'hung' || !last.lines.some((line) => line.t === 'done')) summary.violations.push(`the last child did not finish the plan: ${last.stderr()}`);
+  if (ended === 'hung' || !last.lines.some((line) => line.t === 'done'))
+    summary.violations.push(`the last child did not finish the plan: ${last.stderr()}${unsettled(last)}`);
   const verdict = await atTheEnd(
     observed,
     last.lines.filter((line): line is ResultLine => line.t === 'result'),
