@@ -250,6 +250,9 @@ async function journalStartedRun(
     // The outbox's rows are created in the journal's transaction: nothing is sent on the start's path.
     if (await journal.followers.begin(key, delivery && ((now) => delivery.deliveriesFor(now)))) delivery?.begun(key);
   } catch (error) {
+    // The create may have committed all the same (its answer lost): the next sweeps look.
+    journal.followers.uncertain(key);
+    delivery?.uncertain(key);
     admitted.logger.error({ err: errorName(error) }, 'run journal could not be created: the run is not followed');
   }
 }

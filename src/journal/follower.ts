@@ -56,6 +56,8 @@ export class RunJournal {
   readonly #following = new Set<Promise<void>>();
   /** Closing writes the ledger failed, by journal: tried again at each renewal. */
   readonly #unfinished = new Map<string, () => Promise<void>>();
+  /** Journals whose create failed but may have committed (its answer lost): looked up at each sweep. */
+  readonly #uncertain = new Map<string, JournalKey>();
   #timers: NodeJS.Timeout[] = [];
   #totalBytes = 0;
   #closed = false;
@@ -84,6 +86,23 @@ export class RunJournal {
     if (!(await this.#deps.store.create(key, this.owner, now, leaseExpiresAt, deliveries?.(now)))) return false;
     this.#enqueue({ record: newJournal(key, this.owner, now, leaseExpiresAt), takenOver: false });
     return true;
+  }
+
+  /**
+   * A begin() that threw: its create may have committed all the same (a connection ended on the commit),
+   * leaving a journal this replica owns, and so renews, but does not follow. The next sweeps read it and,
+   * if it is there and this replica's, follow it.
+   */
+  uncertain(key: JournalKey): void {
+    this.#uncertain.set(JSON.stringify([key.tenant_id, key.endpoint_id, key.run_id]), key);
+  }
+
+  async #followUncertain(): Promise<void> {
+    for (const [id, key] of [...this.#uncertain]) {
+      const record = await this.#deps.store.journal(key);
+      this.#uncertain.delete(id);
+      if (record?.state === 'following' && record.owner === this.owner) this.#enqueue({ record, takenOver: true });
+    }
   }
 
   /** Stops following: reads in flight end as cancelled (the connector's close), and leases lapse for another replica to take over. */
@@ -262,6 +281,7 @@ export class RunJournal {
     if (this.#closed) return;
     const { store, options, now } = this.#deps;
     try {
+      await this.#followUncertain();
       this.#totalBytes = await store.totalBytes();
       await store.purge(now() - options.retentionMs, this.#deps.scopes, now());
       const taken = await store.takeOver(this.owner, now(), now() + options.leaseMs, TAKEOVER_BATCH, this.#deps.scopes);

@@ -53,6 +53,8 @@ export class Deliverer {
   readonly owner = `outbox_${randomUUID()}`;
   readonly #deps: DelivererDeps;
   readonly #held = new Map<string, Held>();
+  /** Runs whose journal create failed but may have committed their deliveries (held by this owner): looked up at each sweep. */
+  readonly #uncertain = new Map<string, JournalKey>();
   readonly #slots = new Map<string, { active: number; waiting: Array<() => void> }>();
   readonly #attempts = new Set<AbortController>();
   readonly #working = new Set<Promise<void>>();
@@ -87,6 +89,19 @@ export class Deliverer {
   begun(key: JournalKey): void {
     const now = this.#deps.now();
     for (const target of this.#deps.targets) this.#hold(newDelivery(key, target.id, this.owner, now + this.#deps.options.leaseMs, now), false);
+  }
+
+  /** A journal create that threw may have committed its deliveries, held by this owner and renewed: the next sweeps hold them if so. */
+  uncertain(key: JournalKey): void {
+    this.#uncertain.set(JSON.stringify([key.tenant_id, key.endpoint_id, key.run_id]), key);
+  }
+
+  async #holdUncertain(): Promise<void> {
+    for (const [id, key] of [...this.#uncertain]) {
+      const records = await Promise.all(this.#deps.targets.map((target) => this.#deps.store.delivery(key, target.id)));
+      this.#uncertain.delete(id);
+      for (const record of records) if (record?.state === 'pending' && record.owner === this.owner) this.#hold(record, true);
+    }
   }
 
   /** Stops taking work; attempts in flight are aborted (they end as retries) and leases lapse for another replica. */
@@ -269,6 +284,7 @@ export class Deliverer {
     if (this.#closed) return;
     const { store, options, now, targets, scopes } = this.#deps;
     try {
+      await this.#holdUncertain();
       const ids = targets.map((target) => target.id);
       for (const record of await store.takeOver(this.owner, now(), now() + options.leaseMs, TAKEOVER_BATCH, ids, scopes)) this.#hold(record, true);
     } catch (error) {

@@ -3,7 +3,8 @@
  * and a Herm bridge, carrying out the whole plan against the parent's simulators. The parent
  * SIGKILLs it at any instant and starts it again on the same store: it then runs reconcile()
  * and recover() and resubmits every planned action with the same ids and keys. It prints one
- * JSON line per event (plan.ts `ChildLine`) and exits 0 once everything has an outcome.
+ * JSON line per event (plan.ts `ChildLine`) and exits 0 once everything has an outcome and every
+ * journaled event was delivered to the parent's webhook receiver.
  *
  * Input: TORTURE_CHILD_CONFIG, JSON of plan.ts `ChildConfig`.
  */
@@ -16,10 +17,11 @@ import {
   type AipAction,
   type AipActionResult,
   type ExecutionContext,
+  type DeliveryRecord,
   type HermesConnector,
   type RunLedger,
 } from 'aip-connector-hermes-agent';
-import { alwaysClaims } from './broken-ledger.js';
+import { broken } from './broken-ledger.js';
 import {
   ENDPOINT_ID,
   FOLLOW_UP,
@@ -45,6 +47,8 @@ const UNAVAILABLE_ATTEMPTS = 240;
 const ENDED = new Set(['waiting_for_approval', 'completed', 'failed', 'cancelled', 'interrupted']);
 /** Lifecycles carried out at once. */
 const PARALLEL = 6;
+/** How long the child waits for every delivery to settle once its plan is done (100 ms apart), before giving up without `done`. */
+const SETTLE_CHECKS = 900;
 
 const say = (line: ChildLine) => process.stdout.write(`${JSON.stringify(line)}\n`);
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -54,7 +58,7 @@ function openLedger(): RunLedger {
     config.ledger.kind === 'sqlite'
       ? createSqliteLedger({ path: config.ledger.path })
       : createPostgresLedger({ connectionString: config.ledger.connectionString });
-  return config.brokenLedger === 'claim-always' ? alwaysClaims(ledger) : ledger;
+  return config.brokenLedger ? broken(ledger, config.brokenLedger) : ledger;
 }
 
 const ledgers = [openLedger(), openLedger()];
@@ -63,6 +67,10 @@ const replicas = ledgers.map((ledger) =>
     endpoints: [{ id: ENDPOINT_ID, baseUrl: config.hermesUrl, apiKey: HERMES_KEY }],
     ledger,
     idempotencyLeaseMs: config.idempotencyLeaseMs,
+    journal: { leaseMs: config.journalLeaseMs },
+    webhooks: [{ url: config.webhook.url, secretFile: config.webhook.secretFile, allowLoopbackHttp: true, timeoutMs: config.webhook.timeoutMs }],
+    // Nothing may be given up in the torture: the receiver is always eventually available.
+    delivery: { leaseMs: config.journalLeaseMs, maxAgeMs: 30 * 24 * 60 * 60 * 1000 },
   }),
 ) as [HermesConnector, HermesConnector];
 const bridge = createHermBridge({
@@ -207,6 +215,21 @@ async function inParallel<T>(items: readonly T[], limit: number, work: (item: T)
   await Promise.all(Array.from({ length: limit }, worker));
 }
 
+/**
+ * Waits (bounded) until no delivery is pending: every journal closed (the followers close them when
+ * the runs end; a killed predecessor's are taken over after their lease) and all its events delivered.
+ */
+async function deliveriesSettled(): Promise<boolean> {
+  let pending: DeliveryRecord[] | null = null;
+  for (let check = 0; check < SETTLE_CHECKS; check++) {
+    pending = await replicas[0].deliveries(undefined, { state: 'pending', limit: 1000 }).catch(() => null);
+    if (pending?.length === 0) return true;
+    await pause(100);
+  }
+  say({ t: 'unsettled', pending: pending ?? 'unreadable', now: Date.now() });
+  return false;
+}
+
 say({ t: 'ready', pid: process.pid });
 await untilLedgerAnswers('reconcile', () => replicas[0].reconcile());
 await untilLedgerAnswers('recover', () => bridge.recover());
@@ -216,7 +239,7 @@ await Promise.all([
   inParallel(plan.jobs, 2, (job) => untilLedgerAnswers(`job:${job.sessionId}`, () => bridge.handleEvent(job.sessionId, job.event))),
 ]);
 await bridge.idle();
-say({ t: 'done' });
+if (await deliveriesSettled()) say({ t: 'done' });
 await bridge.close();
 for (const replica of replicas) await replica.close();
 for (const ledger of ledgers) await ledger.close();

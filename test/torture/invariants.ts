@@ -1,11 +1,12 @@
 /**
  * The torture's invariants, read from what outlives every kill: the simulators' request logs
- * (in the parent) and the durable ledger (plain SQL). `afterRestart` holds at every moment;
+ * and the webhook receiver's log (in the parent) and the durable ledger (plain SQL). `afterRestart` holds at every moment;
  * `atTheEnd` also needs the last child to have finished the whole plan.
  */
 import type { HermSimulator, HermesSimulator } from 'aip-connector-hermes-agent/simulator';
 import { FOLLOW_UP, START, actionName, capabilityOf, type ChildLine, type Lifecycle, type PlannedJob, type TorturePlan } from './plan.js';
 import type { Row, TortureStore } from './stores.js';
+import type { Arrival } from './webhook-receiver.js';
 
 export type ResultLine = Extract<ChildLine, { t: 'result' }>;
 
@@ -184,4 +185,79 @@ export async function atTheEnd(observed: Observed, lastChild: ResultLine[]): Pro
     count(`bridge_final:${String(row.final_status)}`);
   }
   return { problems, actions, outcomes, lost };
+}
+
+export interface DeliveryVerdict {
+  problems: string[];
+  events_journaled: number;
+  /** Verified deliveries the receiver got, accepted or not. */
+  deliveries: number;
+  /** Deliveries beyond the first of their webhook-id. */
+  duplicate_deliveries: number;
+  /** Journaled events the receiver never accepted. */
+  lost_events: number;
+  /** Runs whose events first arrived out of sequence order. */
+  reordered: number;
+}
+
+const eventKey = (tenantScope: unknown, endpointId: unknown, runId: unknown, sequence: unknown) =>
+  `${String(tenantScope)}|${String(endpointId)}|${String(runId)}#${String(sequence)}`;
+const runOf = (key: string) => key.slice(0, key.lastIndexOf('#'));
+
+/** The first arrival of each event, and the webhook-ids its deliveries carried. */
+function arrivalsByEvent(arrivals: readonly Arrival[]): Map<string, { first: Arrival; ids: Set<string>; accepted: boolean }> {
+  const events = new Map<string, { first: Arrival; ids: Set<string>; accepted: boolean }>();
+  for (const arrival of arrivals) {
+    const key = eventKey(arrival.tenantScope, arrival.endpointId, arrival.runId, arrival.sequence);
+    const seen = events.get(key) ?? { first: arrival, ids: new Set<string>(), accepted: false };
+    seen.ids.add(arrival.webhookId);
+    seen.accepted ||= arrival.accepted;
+    events.set(key, seen);
+  }
+  return events;
+}
+
+/** Runs whose events' first arrivals are not in increasing sequence order. */
+function reorderedRuns(firstArrivals: readonly Arrival[]): string[] {
+  const lastSequence = new Map<string, number>();
+  const reordered = new Set<string>();
+  for (const arrival of [...firstArrivals].sort((a, b) => a.order - b.order)) {
+    const run = runOf(eventKey(arrival.tenantScope, arrival.endpointId, arrival.runId, arrival.sequence));
+    if ((lastSequence.get(run) ?? 0) > arrival.sequence) reordered.add(run);
+    lastSequence.set(run, arrival.sequence);
+  }
+  return [...reordered];
+}
+
+/**
+ * After the last child settled every delivery: each journaled event reached the receiver (accepted at
+ * least once), all deliveries of one event carry one webhook-id and no id names two events, each run's
+ * events first arrived in sequence order, nothing arrived that is not journaled, nothing was given up.
+ */
+export async function deliveredAtTheEnd(store: TortureStore, arrivals: readonly Arrival[]): Promise<DeliveryVerdict> {
+  const journaled = await store.query('SELECT tenant_scope, endpoint_id, run_id, sequence FROM run_journal_events');
+  const journaledKeys = new Set(journaled.map((row) => eventKey(row.tenant_scope, row.endpoint_id, row.run_id, row.sequence)));
+  const events = arrivalsByEvent(arrivals);
+  const problems: string[] = [];
+  const lost = [...journaledKeys].filter((key) => !events.get(key)?.accepted);
+  if (lost.length > 0) problems.push(`${lost.length} journaled events never accepted by the receiver, e.g. ${lost.slice(0, 3).join(', ')}`);
+  for (const [key, seen] of events) {
+    if (seen.ids.size > 1) problems.push(`event ${key} was delivered under ${seen.ids.size} webhook-ids`);
+    if (!journaledKeys.has(key)) problems.push(`the receiver got event ${key}, which is not journaled`);
+  }
+  const eventsById = new Map<string, Set<string>>();
+  for (const [key, seen] of events) for (const id of seen.ids) eventsById.set(id, (eventsById.get(id) ?? new Set()).add(key));
+  for (const [id, keys] of eventsById) if (keys.size > 1) problems.push(`webhook-id ${id} named ${keys.size} events`);
+  const reordered = reorderedRuns([...events.values()].map((seen) => seen.first));
+  if (reordered.length > 0) problems.push(`events first arrived out of order in runs ${reordered.slice(0, 3).join(', ')}`);
+  const givenUp = await store.query("SELECT run_id, given_up_reason, last_error FROM run_deliveries WHERE state <> 'delivered'");
+  for (const row of givenUp) problems.push(`delivery of ${String(row.run_id)} ended unsettled: ${JSON.stringify(row)}`);
+  return {
+    problems,
+    events_journaled: journaledKeys.size,
+    deliveries: arrivals.length,
+    duplicate_deliveries: arrivals.length - eventsById.size,
+    lost_events: lost.length,
+    reordered: reordered.length,
+  };
 }

@@ -5,7 +5,7 @@
  * (`after`), and `held` resolves so the parent can SIGKILL the child. The held exchange is then
  * dropped. Every other request passes through untouched, streams included.
  */
-import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 export interface ProxiedRequest {
@@ -30,7 +30,7 @@ interface Trap {
   held: () => void;
 }
 
-function readBody(req: IncomingMessage): Promise<Buffer> {
+export function readBody(req: IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -73,13 +73,22 @@ export async function startKillProxy(target: string): Promise<KillProxy> {
       () => res.destroy(),
     );
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { origin, close } = await listenOnLoopback(server);
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    url: origin,
     arm: (matches, phase) => new Promise<void>((held) => (trap = { matches, phase, held })),
     disarm: () => {
       trap = undefined;
     },
+    close,
+  };
+}
+
+/** Listens on 127.0.0.1:0; `close` also ends the connections still open (held requests among them). */
+export async function listenOnLoopback(server: Server): Promise<{ origin: string; close(): Promise<void> }> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

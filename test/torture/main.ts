@@ -6,7 +6,8 @@
  *
  * Other options: --pg-restarts N (restart the PostgreSQL cluster N times mid-run; needs root and
  * HERMES_TORTURE_PG_RESTART=1 or CI, since it disturbs every other user of that cluster),
- * --broken-ledger claim-always (a ledger whose claim ignores every lease: the run must fail).
+ * --broken-ledger claim-always|skip-delivery (a ledger whose claim ignores every lease, or whose
+ * outbox records an event more as delivered than was: the run must fail).
  * PostgreSQL needs HERMES_TORTURE_PG_URL (a cluster of the torture's own, as .ci/run makes) or
  * HERMES_TEST_PG_URL.
  */
@@ -20,7 +21,9 @@ function argument(name: string): string | undefined {
 
 function usage(problem: string): never {
   console.error(`torture: ${problem}`);
-  console.error('usage: npm run torture [-- --kills N] [--ledger sqlite|postgres] [--seed S] [--repeat R] [--pg-restarts N] [--broken-ledger claim-always]');
+  console.error(
+    'usage: npm run torture [-- --kills N] [--ledger sqlite|postgres] [--seed S] [--repeat R] [--pg-restarts N] [--broken-ledger claim-always|skip-delivery]',
+  );
   process.exit(64);
 }
 
@@ -42,7 +45,7 @@ function pgRestartCommand(restarts: number, url: string | undefined): string[] |
 const ledger = argument('ledger') ?? 'sqlite';
 if (ledger !== 'sqlite' && ledger !== 'postgres') usage('--ledger must be sqlite or postgres');
 const broken = argument('broken-ledger');
-if (broken !== undefined && broken !== 'claim-always') usage('--broken-ledger must be claim-always');
+if (broken !== undefined && broken !== 'claim-always' && broken !== 'skip-delivery') usage('--broken-ledger must be claim-always or skip-delivery');
 const pgRestarts = integer('pg-restarts', 0);
 // A cluster of the torture's own, when there is one: its restarts disturb nobody else.
 const pgUrl = process.env.HERMES_TORTURE_PG_URL ?? process.env.HERMES_TEST_PG_URL;
@@ -69,7 +72,7 @@ function runLine(run: number, summary: TortureSummary): string {
       ? `; database faults ${faults.rounds} rounds (${faults.backends_terminated} backends ended, ${faults.server_restarts} restarts, ${summary.ledger_unavailable_answers} ledger_unavailable answers retried)`
       : '';
   const verdict = summary.violations.length === 0 ? 'clean' : `FAILED: ${summary.violations[0]}`;
-  return `run ${run}/${repeat} (seed ${summary.seed}): ${summary.actions} actions, ${summary.kills} kills${database}; duplicates ${summary.duplicates}, lost ${summary.lost}; ${summary.seconds} s; ${verdict}`;
+  return `run ${run}/${repeat} (seed ${summary.seed}): ${summary.actions} actions, ${summary.kills} kills${database}; duplicates ${summary.duplicates}, lost ${summary.lost}; events ${summary.delivery.events_journaled} journaled, ${summary.delivery.deliveries} deliveries (${summary.delivery.duplicate_deliveries} duplicate), ${summary.delivery.lost_events} lost, ${summary.delivery.reordered} reordered; ${summary.seconds} s; ${verdict}`;
 }
 
 const summaries: TortureSummary[] = [];

@@ -51,9 +51,16 @@ export interface ChildConfig {
   planFile: string;
   idempotencyLeaseMs: number;
   jobLeaseMs: number;
+  /** The journal's and the outbox's lease: how soon a killed child's journals and deliveries are taken over. */
+  journalLeaseMs: number;
+  /** The parent's webhook receiver, and the owner-only file holding its secret. */
+  webhook: { url: string; secretFile: string; timeoutMs: number };
   /** A deliberately broken ledger, to prove the torture can fail. */
-  brokenLedger?: 'claim-always';
+  brokenLedger?: BrokenLedger;
 }
+
+/** claim-always: claims ignore every lease; skip-delivery: the outbox records one event more delivered than was. */
+export type BrokenLedger = 'claim-always' | 'skip-delivery';
 
 /** One line the child prints on stdout. */
 export type ChildLine =
@@ -61,6 +68,7 @@ export type ChildLine =
   | { t: 'recovered' }
   | { t: 'result'; action: string; status: string; code: string | null; replayed: boolean; run_id: string | null }
   | { t: 'unavailable'; action: string }
+  | { t: 'unsettled'; pending: unknown; now: number }
   | { t: 'done' };
 
 /** The keyed steps of a lifecycle, by the name the child reports them under. */

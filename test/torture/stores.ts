@@ -22,6 +22,8 @@ export interface TortureStore {
   remove(): Promise<void>;
 }
 
+const tablesExist = (db: Database.Database) => db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'run_deliveries'").get() !== undefined;
+
 export function createSqliteStore(): TortureStore {
   const dir = mkdtempSync(join(tmpdir(), 'aip-torture-'));
   const path = join(dir, 'ledger.db');
@@ -37,7 +39,8 @@ export function createSqliteStore(): TortureStore {
   };
   return {
     spec: { kind: 'sqlite', path },
-    query: async (sql) => read((db) => db.prepare(sql).all() as Row[], []),
+    // A child killed before its migrations ran leaves a file without the tables: that reads as empty too.
+    query: async (sql) => read((db) => (tablesExist(db) ? (db.prepare(sql).all() as Row[]) : []), []),
     integrity: async () =>
       read((db) => (db.pragma('integrity_check') as Array<{ integrity_check: string }>).map((row) => row.integrity_check).join('; '), 'ok'),
     terminateBackends: async () => 0,

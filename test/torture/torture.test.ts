@@ -2,7 +2,8 @@
  * The crash torture in its bounded form inside `npm test` (`npm run torture` is the full one):
  * 10 SIGKILLs on SQLite, 5 on PostgreSQL with backends ended mid-run and, on a cluster of its own
  * (HERMES_TORTURE_PG_URL, which .ci/run creates; run as root), the server restarted mid-run; and
- * a broken ledger that must fail. Without a cluster of its own the server is not restarted, since
+ * broken ledgers that must fail. Every run journals its runs and delivers every event to a
+ * misbehaving webhook receiver: nothing may be lost, reordered or given up. Without a cluster of its own the server is not restarted, since
  * that would break the other PostgreSQL suites running beside this one.
  */
 import { describe, expect, it } from 'vitest';
@@ -24,6 +25,9 @@ function expectClean(summary: TortureSummary, kills: number): void {
   expect(summary.kills, shown).toBe(kills);
   expect(summary.duplicates).toBe(0);
   expect(summary.lost).toBe(0);
+  expect(summary.delivery.lost_events, shown).toBe(0);
+  expect(summary.delivery.reordered, shown).toBe(0);
+  expect(summary.delivery.events_journaled, shown).toBeGreaterThan(0);
   // Which actions a kill leaves unknown depends on timing; that work still gets done does not.
   expect(summary.outcomes.completed ?? 0, shown).toBeGreaterThan(0);
 }
@@ -62,6 +66,16 @@ describe('crash torture', () => {
       const summary = await runTorture({ kills: 3, ledger: 'sqlite', seed: 17, brokenLedger: 'claim-always' });
       expect(summary.duplicates).toBeGreaterThan(0);
       expect(summary.violations.some((problem) => problem.includes('POST /v1/runs reached Hermes'))).toBe(true);
+    },
+    SLOW,
+  );
+
+  it(
+    'an outbox that records an event more as delivered than was makes the torture fail',
+    async () => {
+      const summary = await runTorture({ kills: 3, ledger: 'sqlite', seed: 17, brokenLedger: 'skip-delivery' });
+      expect(summary.delivery.lost_events, JSON.stringify(summary)).toBeGreaterThan(0);
+      expect(summary.violations.some((problem) => problem.includes('never accepted by the receiver'))).toBe(true);
     },
     SLOW,
   );

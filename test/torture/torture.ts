@@ -2,22 +2,25 @@
  * Crash torture (issue #17, part 1): a child process runs two connector replicas and a Herm
  * bridge over one durable ledger; the parent grows a seeded plan round by round and SIGKILLs the
  * child at random instants and at targeted ones (a start, an approval, a stop or a Herm final
- * result held at a proxy before the simulator saw it, or after it answered), then starts it
- * again on the same ledger. With PostgreSQL some rounds end the child's backends instead (and,
+ * result held at a proxy before the simulator saw it, or after it answered; a webhook delivery held
+ * before or after the receiver recorded it), then starts it
+ * again on the same ledger. Both replicas journal their runs and deliver every event to a webhook
+ * receiver here (misbehaving at times; kills also come while it holds a delivery). With PostgreSQL some rounds end the child's backends instead (and,
  * when allowed, restart the server), and the child must finish by itself. The simulators run
- * here, so their request logs outlive every kill. See invariants.ts for what is checked.
+ * and the receiver live here, so their logs outlive every kill. See invariants.ts for what is checked.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startHermSimulator, startHermesSimulator, type HermSimulator, type HermesSimulator } from 'aip-connector-hermes-agent/simulator';
-import { afterRestart, atTheEnd, duplicateStarts, finalsOf, type ResultLine } from './invariants.js';
+import { afterRestart, atTheEnd, deliveredAtTheEnd, duplicateStarts, finalsOf, type DeliveryVerdict, type ResultLine } from './invariants.js';
 import { startKillProxy, type HoldPhase, type KillProxy, type ProxiedRequest } from './kill-proxy.js';
 import { seededRandom } from '../helpers/seeded-random.js';
 import { HERMES_KEY, HERM_KEY, TOOL_NAME, pick, planRound, type ChildConfig, type ChildLine, type TorturePlan } from './plan.js';
 import { createPostgresStore, createSqliteStore, type TortureStore } from './stores.js';
+import { startWebhookReceiver, type WebhookReceiver } from './webhook-receiver.js';
 
 export interface TortureOptions {
   kills: number;
@@ -46,6 +49,7 @@ export interface TortureSummary {
   herm_finals: number;
   duplicates: number;
   lost: number;
+  delivery: Omit<DeliveryVerdict, 'problems'> & { receiver_misbehaved: Record<string, number>; receiver_rejected: number };
   violations: string[];
   seconds: number;
 }
@@ -56,8 +60,14 @@ const CHILD = fileURLToPath(new URL('./child.ts', import.meta.url));
 const WATCHDOG_MS = 120_000;
 /** Rounds in which the child finished before its kill came do not count as kills; this bounds them. */
 const MAX_ROUNDS_PER_KILL = 3;
+/** The journal's and the outbox's lease in the child: a killed child's runs are taken over this soon. */
+const JOURNAL_LEASE_MS = 2000;
+/** The webhook's attempt timeout; the receiver's hangs last longer. */
+const WEBHOOK_TIMEOUT_MS = 1000;
+/** Share of the events whose first delivery the receiver answers badly (5xx, a hang, a garbage 2xx). */
+const RECEIVER_MISBEHAVIOUR = 0.1;
 
-type Moment = 'random' | `${'start' | 'approval' | 'stop' | 'herm-final'}:${HoldPhase}` | 'pg-terminate' | 'pg-restart';
+type Moment = 'random' | `${'start' | 'approval' | 'stop' | 'herm-final' | 'delivery'}:${HoldPhase}` | 'pg-terminate' | 'pg-restart';
 const TARGETED: Moment[] = [
   'start:before',
   'start:after',
@@ -67,6 +77,8 @@ const TARGETED: Moment[] = [
   'stop:after',
   'herm-final:before',
   'herm-final:after',
+  'delivery:before',
+  'delivery:after',
 ];
 
 const isPost = (request: ProxiedRequest, test: (path: string) => boolean) => request.method === 'POST' && test(request.path);
@@ -107,6 +119,12 @@ function spawnChild(config: ChildConfig): Incarnation {
   return { child, lines, stderr: () => stderr, ended };
 }
 
+/** What the child said when its deliveries did not settle in time, if it did. */
+const unsettled = (incarnation: Incarnation): string => {
+  const line = incarnation.lines.find((candidate) => candidate.t === 'unsettled');
+  return line ? ` deliveries unsettled: ${JSON.stringify(line)}` : '';
+};
+
 async function kill(incarnation: Incarnation): Promise<void> {
   if (incarnation.child.exitCode === null && incarnation.child.signalCode === null) incarnation.child.kill('SIGKILL');
   await incarnation.ended;
@@ -126,6 +144,8 @@ interface World {
   hermes: HermesSimulator;
   herm: HermSimulator;
   proxies: { hermes: KillProxy; herm: KillProxy };
+  receiver: WebhookReceiver;
+  secretFile: string;
   store: TortureStore;
   plan: TorturePlan;
   planFile: string;
@@ -134,13 +154,23 @@ interface World {
   fault: Promise<void>;
 }
 
-async function startWorld(options: TortureOptions, planFile: string): Promise<World> {
+async function startWorld(options: TortureOptions, scratch: string): Promise<World> {
   // Pin profile: Hermes itself ignores idempotency keys, so a duplicate start shows as a second run.
   const hermes = await startHermesSimulator({ apiKey: HERMES_KEY, maxConcurrentRuns: 0, approvalTimeoutMs: 5000, keepaliveMs: 1000 });
   const herm = await startHermSimulator({ apiKey: HERM_KEY, keepaliveMs: 1000 });
   const proxies = { hermes: await startKillProxy(hermes.url), herm: await startKillProxy(herm.url) };
+  // Its own stream, so that the plan of a seed stays what it was without a receiver.
+  const receiver = await startWebhookReceiver({
+    random: seededRandom(options.seed ^ 0x5eed),
+    misbehaviour: RECEIVER_MISBEHAVIOUR,
+    hangMs: 3 * WEBHOOK_TIMEOUT_MS,
+  });
+  const secretFile = join(scratch, 'webhook.secret');
+  writeFileSync(secretFile, receiver.secret, { mode: 0o600 });
+  chmodSync(secretFile, 0o600);
   const store = options.ledger === 'postgres' ? await createPostgresStore(requirePgUrl(options)) : createSqliteStore();
-  return { hermes, herm, proxies, store, plan: { lifecycles: [], jobs: [] }, planFile, options, fault: Promise.resolve() };
+  const planFile = join(scratch, 'plan.json');
+  return { hermes, herm, proxies, receiver, secretFile, store, plan: { lifecycles: [], jobs: [] }, planFile, options, fault: Promise.resolve() };
 }
 
 function requirePgUrl(options: TortureOptions): string {
@@ -151,6 +181,7 @@ function requirePgUrl(options: TortureOptions): string {
 async function stopWorld(world: World): Promise<void> {
   await world.proxies.hermes.close();
   await world.proxies.herm.close();
+  await world.receiver.close();
   await world.herm.close();
   await world.hermes.close();
   await world.store.remove();
@@ -175,6 +206,8 @@ function childConfig(world: World): ChildConfig {
     planFile: world.planFile,
     idempotencyLeaseMs: 2000,
     jobLeaseMs: 2000,
+    journalLeaseMs: JOURNAL_LEASE_MS,
+    webhook: { url: world.receiver.url, secretFile: world.secretFile, timeoutMs: WEBHOOK_TIMEOUT_MS },
     ...(world.options.brokenLedger ? { brokenLedger: world.options.brokenLedger } : {}),
   };
 }
@@ -203,6 +236,7 @@ function armKill(world: World, moment: Moment, random: () => number, incarnation
     return new Promise<void>(() => undefined);
   }
   const [route, phase] = moment.split(':') as [string, HoldPhase];
+  if (route === 'delivery') return world.receiver.arm(phase);
   const proxy = route === 'herm-final' ? world.proxies.herm : world.proxies.hermes;
   return proxy.arm(MATCHERS[route] as (request: ProxiedRequest) => boolean, phase);
 }
@@ -240,11 +274,10 @@ async function serverAnswers(store: TortureStore): Promise<void> {
 
 export async function runTorture(options: TortureOptions): Promise<TortureSummary> {
   const scratch = mkdtempSync(join(tmpdir(), 'aip-torture-plan-'));
-  const planFile = join(scratch, 'plan.json');
   const log = options.log ?? (() => undefined);
   const started = Date.now();
   const random = seededRandom(options.seed);
-  const world = await startWorld(options, planFile);
+  const world = await startWorld(options, scratch);
   const summary: TortureSummary = {
     ledger: options.ledger,
     seed: options.seed,
@@ -259,6 +292,7 @@ export async function runTorture(options: TortureOptions): Promise<TortureSummar
     herm_finals: 0,
     duplicates: 0,
     lost: 0,
+    delivery: { events_journaled: 0, deliveries: 0, duplicate_deliveries: 0, lost_events: 0, reordered: 0, receiver_misbehaved: {}, receiver_rejected: 0 },
     violations: [],
     seconds: 0,
   };
@@ -276,6 +310,7 @@ export async function runTorture(options: TortureOptions): Promise<TortureSummar
       ]);
       world.proxies.hermes.disarm();
       world.proxies.herm.disarm();
+      world.receiver.disarm();
       await kill(incarnation);
       await world.fault;
       world.fault = Promise.resolve();
@@ -285,7 +320,7 @@ export async function runTorture(options: TortureOptions): Promise<TortureSummar
         summary.kills_by_moment[moment] = (summary.kills_by_moment[moment] ?? 0) + 1;
       } else if (outcome === 'hung') summary.violations.push(`round ${summary.rounds}: the child hung (${moment})`);
       else if (!incarnation.lines.some((line) => line.t === 'done'))
-        summary.violations.push(`round ${summary.rounds}: the child failed (${moment}): ${incarnation.stderr()}`);
+        summary.violations.push(`round ${summary.rounds}: the child failed (${moment}): ${incarnation.stderr()}${unsettled(incarnation)}`);
       summary.violations.push(...(await afterRestart(observed, settled)).map((problem) => `after round ${summary.rounds} (${moment}): ${problem}`));
       log(
         `round ${summary.rounds}: ${moment} -> ${outcome}; kills ${summary.kills}/${options.kills}; plan ${world.plan.lifecycles.length} lifecycles, ${world.plan.jobs.length} jobs`,
@@ -307,7 +342,8 @@ async function finalRun(world: World, summary: TortureSummary, observed: Paramet
   const last = spawnChild(childConfig(world));
   const ended = await Promise.race([last.ended.then(() => 'ended'), sleep(WATCHDOG_MS).then(() => 'hung')]);
   await kill(last);
-  if (ended === 'hung' || !last.lines.some((line) => line.t === 'done')) summary.violations.push(`the last child did not finish the plan: ${last.stderr()}`);
+  if (ended === 'hung' || !last.lines.some((line) => line.t === 'done'))
+    summary.violations.push(`the last child did not finish the plan: ${last.stderr()}${unsettled(last)}`);
   const verdict = await atTheEnd(
     observed,
     last.lines.filter((line): line is ResultLine => line.t === 'result'),
@@ -317,4 +353,8 @@ async function finalRun(world: World, summary: TortureSummary, observed: Paramet
   summary.lost = verdict.lost;
   summary.herm_finals = world.plan.jobs.reduce((sum, job) => sum + finalsOf(world.herm, job), 0);
   summary.violations.push(...verdict.problems.map((problem) => `at the end: ${problem}`));
+  const { problems, ...delivery } = await deliveredAtTheEnd(world.store, world.receiver.arrivals);
+  summary.delivery = { ...delivery, receiver_misbehaved: { ...world.receiver.misbehaved }, receiver_rejected: world.receiver.rejected };
+  summary.violations.push(...problems.map((problem) => `at the end (delivery): ${problem}`));
+  if (world.receiver.rejected > 0) summary.violations.push(`at the end (delivery): ${world.receiver.rejected} deliveries failed verification`);
 }
