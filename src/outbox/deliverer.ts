@@ -155,11 +155,31 @@ export class Deliverer {
       let pass: Pass = 'more';
       while (!this.#closed && (pass === 'more' || held.again)) {
         held.again = false;
-        pass = await this.#pass(held);
+        pass = await this.#withinDeadline(this.#pass(held));
         if (pass === 'dropped') return this.#drop(held);
       }
     } finally {
       this.#release(held.target.id);
+    }
+  }
+
+  /**
+   * A pass that outlives its attempt's limit and two lease periods is taken as stuck (a ledger query on a
+   * connection that died may never settle: seen once in ten PostgreSQL crash tortures): it fails, which
+   * frees the delivery and its target slot, and the next sweep drives the delivery again.
+   */
+  async #withinDeadline(pass: Promise<Pass>): Promise<Pass> {
+    const { attemptTimeoutMs, leaseMs } = this.#deps.options;
+    let timer: NodeJS.Timeout | undefined;
+    const stuck = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`delivery pass stuck for ${attemptTimeoutMs + 2 * leaseMs} ms`)), attemptTimeoutMs + 2 * leaseMs);
+    });
+    // The pass given up may still settle, or fail, later: nobody waits for it then.
+    pass.catch(() => undefined);
+    try {
+      return await Promise.race([pass, stuck]);
+    } finally {
+      clearTimeout(timer);
     }
   }
 
