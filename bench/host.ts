@@ -22,10 +22,11 @@ import { performance } from 'node:perf_hooks';
 import { createHermesConnector, createSqliteLedger, type HermesConnector, type RunLedger } from 'aip-connector-hermes-agent';
 import { pino } from 'pino';
 import type { OpenHost } from '../src/host/command.js';
+import { actionDeadline } from '../src/host/execute.js';
 import type { Envelope } from '../src/host/wire/envelope.js';
 import { canonicalJson } from '../src/host/wire/json.js';
 import { signingKeyFromSeed, verifyWithDid } from '../src/host/wire/keys.js';
-import { TENANT_ID } from '../test/helpers/aip-runtime/deployment.js';
+import { GATEWAY_PRINCIPAL_ID, TENANT_ID, TRUST_DOMAIN } from '../test/helpers/aip-runtime/deployment.js';
 import { capability, runAction, waitForReady } from '../test/helpers/aip-runtime/deployment-fixture.js';
 import { freePort, hostEnvironment, writeHostFiles } from '../test/helpers/aip-runtime/launcher.js';
 import { startEchoServer, type EchoServer } from './echo-server.js';
@@ -81,9 +82,23 @@ async function driven(calls: number, drive: (calls: number) => Promise<TimedCall
   return { calls, seconds, cpu_us: cpuMicros() - cpuBefore };
 }
 
+/**
+ * `invoke()` as the host calls it for the same action: the verified tenant in the action, and the context the host
+ * builds (the gateway as actor, an abort signal, the correlation id as trace, the contract's deadline). The connector
+ * checks and follows each of them (the signal is listened to for the call), so a bare context undercounts the call.
+ */
 function directCall(connector: HermesConnector): () => Promise<void> {
+  const signal = new AbortController().signal;
+  const timeoutMs = actionDeadline(connector, runAction('run_status', STATUS_RUN_ID), 0);
   return async () => {
-    const result = await connector.invoke(runAction('run_status', STATUS_RUN_ID), { tenantId: TENANT_ID });
+    const action = runAction('run_status', STATUS_RUN_ID, { identity: { tenant: { id: TENANT_ID } } });
+    const result = await connector.invoke(action, {
+      tenantId: TENANT_ID,
+      actor: { principalId: GATEWAY_PRINCIPAL_ID, issuer: TRUST_DOMAIN },
+      signal,
+      traceId: `corr_${action.id}`,
+      ...(timeoutMs === undefined ? {} : { deadline: Date.now() + timeoutMs }),
+    });
     if (result.status !== 'completed') throw new Error(`invoke() answered ${result.status}: ${JSON.stringify(result.error)}`);
   };
 }
