@@ -59,13 +59,20 @@ export function authenticate(rawBody: Buffer, context: AuthenticationContext, si
     const signed = signedAnswer(context, refusal.status, head, 'aip.core.v1.error', { error: { error: refusal.error } });
     return { early: { ...signed, counts: ['requests_total', 'rejected_total'] } };
   }
-  const { envelope } = decoded;
-  // The plain copy only when asked for: a worker thread that authenticated the body for the event loop never needs it.
-  return {
-    get request() {
-      return envelope.value as unknown as Envelope;
-    },
-  };
+  return new AuthenticatedRequest(decoded.envelope);
+}
+
+/** The request the gateway signed, its plain copy made only when asked for: a worker thread that authenticated the body for the event loop never needs it. */
+class AuthenticatedRequest {
+  readonly #decoded: { readonly value: Json };
+
+  constructor(decoded: { readonly value: Json }) {
+    this.#decoded = decoded;
+  }
+
+  get request(): Envelope {
+    return this.#decoded.value as unknown as Envelope;
+  }
 }
 
 /** The fields of a decoded envelope a refusal is correlated with, and the signer's DID: no body. */

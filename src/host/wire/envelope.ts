@@ -54,14 +54,16 @@ export function signEnvelope(envelope: Envelope, key: SigningKey, signer: Princi
   if (!typed.ok) throw new TypeError(`envelope does not fit the reference types: ${typed.reason}`);
   const unsigned = typed.tree as Record<string, unknown> & { security: Record<string, unknown> };
   const signed = { ...unsigned, security: { ...unsigned.security, signature: key.sign(canonicalJson(unsigned)) } };
-  const text = wireJson(signed);
-  // Parsed only when asked for: the host sends the text and never reads its own answer back.
-  return {
-    text,
-    get envelope() {
-      return JSON.parse(text) as Envelope;
-    },
-  };
+  return new SignedEnvelope(wireJson(signed));
+}
+
+/** A signed envelope's text, parsed only when asked for: the host sends the text and never reads its own answer back. */
+class SignedEnvelope {
+  constructor(readonly text: string) {}
+
+  get envelope(): Envelope {
+    return JSON.parse(this.text) as Envelope;
+  }
 }
 
 /**

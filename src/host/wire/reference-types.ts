@@ -6,7 +6,7 @@
  * normalised, `BTreeSet`s sorted, fields written in declaration order; what serde refuses is a failure.
  * Free-form `Value` fields are passed through as they are (number lexemes included).
  */
-import { type Json, NumberLexeme, plainJson, setOwn } from './json.js';
+import { type Json, NumberLexeme, setOwn, WithPlainCopy } from './json.js';
 import { normaliseRfc3339, normaliseTimeArray, timeArrayToRfc3339 } from './time.js';
 
 export type Kind =
@@ -780,20 +780,15 @@ function lexemeNumber(item: unknown): unknown {
 /** `tree` keeps number lexemes (serialise it with wireJson/canonicalJson); `value` is the same as plain JSON, built on first use. */
 export type Reserialized = { ok: true; tree: unknown; readonly value: Json } | { ok: false; reason: string };
 
+class Decoded extends WithPlainCopy {
+  readonly ok = true;
+}
+
 /** Decodes `input` (a plain value or a parseWire tree) as the reference type `kind` and re-serialises it. */
 export function reserializeAs(kind: Kind, input: unknown): Reserialized {
   try {
-    const tree = decode(kind, input, '');
-    let value: Json | undefined;
     // A plain copy of a large free-form value costs as much as its parse: the host's checks before the signature read only the tree.
-    return {
-      ok: true,
-      tree,
-      get value() {
-        value ??= plainJson(tree);
-        return value;
-      },
-    };
+    return new Decoded(decode(kind, input, ''));
   } catch (error) {
     if (error instanceof Refused) return { ok: false, reason: error.message };
     if (error instanceof RangeError) return { ok: false, reason: 'value nested too deeply' };

@@ -119,7 +119,8 @@ describe('canonicalJson', () => {
     expect(canonicalJson({ '\u{1F600}': 1, '\uE000': 2, b: { z: 1, a: [{ y: 1, x: 2 }] }, a: null })).toBe(
       '{"a":null,"b":{"a":[{"x":2,"y":1}],"z":1},"\uE000":2,"\u{1F600}":1}',
     );
-    const keys = fc.uniqueArray(fc.string({ unit: 'grapheme', maxLength: 4 }), { maxLength: 8 });
+    // Up to 40 keys: objects of more than 32 members are written by joining rather than appending.
+    const keys = fc.uniqueArray(fc.string({ unit: 'grapheme', maxLength: 4 }), { maxLength: 40, size: 'max' });
     fc.assert(
       fc.property(keys, (names) => {
         const object = Object.fromEntries(names.map((name, i) => [name, i]));
@@ -159,6 +160,10 @@ describe('canonicalJson', () => {
 
   it('skips undefined members and is compact', () => {
     expect(canonicalJson({ b: undefined, a: [1, undefined, 'x'], c: { d: true } })).toBe('{"a":[1,null,"x"],"c":{"d":true}}');
+    const wide = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`k${String(39 - i).padStart(2, '0')}`, i % 3 === 0 ? undefined : i]));
+    const kept = Object.entries(wide).filter(([, value]) => value !== undefined);
+    expect(canonicalJson(wide)).toBe(JSON.stringify(Object.fromEntries(kept.sort(([a], [b]) => (a < b ? -1 : 1)))));
+    expect(wireJson(wide)).toBe(JSON.stringify(wide));
   });
 });
 
