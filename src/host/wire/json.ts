@@ -69,12 +69,17 @@ export function compareCodePoints(a: string, b: string): number {
   return a.length - b.length;
 }
 
-/** Sorts keys by code point: the built-in UTF-16 sort, which agrees unless a key holds a unit from U+D800 up. */
-function sortByCodePoint(keys: string[]): string[] {
+/** Sorts keys in place by code point: the built-in UTF-16 sort, which agrees unless a key holds a unit from U+D800 up. */
+function sortByCodePoint(keys: string[]): void {
   for (const key of keys) {
-    for (let i = 0; i < key.length; i++) if (key.charCodeAt(i) >= 0xd800) return keys.sort(compareCodePoints);
+    for (let i = 0; i < key.length; i++) {
+      if (key.charCodeAt(i) >= 0xd800) {
+        keys.sort(compareCodePoints);
+        return;
+      }
+    }
   }
-  return keys.sort();
+  keys.sort();
 }
 
 /** The serde text of short keys seen: keys are field names, the same from message to message. Bounded in count and length. */
@@ -120,28 +125,22 @@ function serialiseArray(items: readonly unknown[], sorted: boolean): string {
   return `[${parts.join(',')}]`;
 }
 
-/** Up to this many members an object's text is appended to (faster than a join; the ropes stay small). */
+/** Up to this many members an object's text is appended to (faster than a join; the ropes stay small), past it joined. */
 const APPENDED_MEMBERS = 32;
 
 function serialiseObject(object: Record<string, unknown>, sorted: boolean): string {
   const keys = Object.keys(object);
   if (sorted) sortByCodePoint(keys);
-  if (keys.length > APPENDED_MEMBERS) return joinedMembers(object, keys, sorted);
+  const joined: string[] | undefined = keys.length > APPENDED_MEMBERS ? [] : undefined;
   let text = '';
   for (const key of keys) {
     const item = serialise(object[key], sorted);
-    if (item !== undefined) text += text === '' ? `${keyText(key)}:${item}` : `,${keyText(key)}:${item}`;
+    if (item === undefined) continue;
+    const member = `${keyText(key)}:${item}`;
+    if (joined !== undefined) joined.push(member);
+    else text = text === '' ? member : `${text},${member}`;
   }
-  return `{${text}}`;
-}
-
-function joinedMembers(object: Record<string, unknown>, keys: readonly string[], sorted: boolean): string {
-  const parts: string[] = [];
-  for (const key of keys) {
-    const item = serialise(object[key], sorted);
-    if (item !== undefined) parts.push(`${keyText(key)}:${item}`);
-  }
-  return `{${parts.join(',')}}`;
+  return `{${joined === undefined ? text : joined.join(',')}}`;
 }
 
 /**
