@@ -13,24 +13,28 @@
  * request bytes from the same driver and answering as many bytes), the durable replay claim (one SQLite
  * `claimMessage`), and one Ed25519 pair (one verification and one signature over an action envelope's
  * canonical bytes, timed alone). Expressed in pairs; target: at most 1.5.
+ *
+ * Beside it, the protocol floor (bench/protocol-floor.ts), driven with the same request bytes and put through the same
+ * accounting: what that accounting leaves to a host that does nothing but the protocol's unavoidable steps.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { createHermesConnector, createSqliteLedger, type HermesConnector, type RunLedger } from 'aip-connector-hermes-agent';
+import { type AipActionResult, createHermesConnector, createSqliteLedger, type HermesConnector, type RunLedger } from 'aip-connector-hermes-agent';
 import { pino } from 'pino';
 import type { OpenHost } from '../src/host/command.js';
 import { actionDeadline } from '../src/host/execute.js';
 import type { Envelope } from '../src/host/wire/envelope.js';
 import { canonicalJson } from '../src/host/wire/json.js';
-import { signingKeyFromSeed, verifyWithDid } from '../src/host/wire/keys.js';
+import { type SigningKey, signingKeyFromSeed, verifyWithDid } from '../src/host/wire/keys.js';
 import { GATEWAY_PRINCIPAL_ID, TENANT_ID, TRUST_DOMAIN } from '../test/helpers/aip-runtime/deployment.js';
 import { capability, runAction, waitForReady } from '../test/helpers/aip-runtime/deployment-fixture.js';
 import { freePort, hostEnvironment, writeHostFiles } from '../test/helpers/aip-runtime/launcher.js';
 import { startEchoServer, type EchoServer } from './echo-server.js';
 import { startRemoteRuntime, type RemoteRuntime, type TimedCalls } from './host-runtime.js';
+import { type ProtocolFloor, startProtocolFloor } from './protocol-floor.js';
 import { pairedFigure, type BenchSettings, type Figure, type Log, type SectionResult } from './report.js';
 import { BENCH_API_KEY, STATUS_RUN_ID, startBenchServer } from './servers.js';
 import { cpuMicros, interleave, mean, summarize } from './stats.js';
@@ -53,7 +57,7 @@ interface Round {
   cpu_us_per_call: number;
 }
 
-type Side = 'direct' | 'host' | 'ed25519' | 'wire' | 'claim';
+type Side = 'direct' | 'host' | 'floor' | 'ed25519' | 'wire' | 'claim';
 
 function pairsFigure(id: string, label: string, values: number[]): Figure {
   return { id, label, unit: 'pairs', ratio: summarize(values), ratioLabel: 'in Ed25519 verify + sign pairs measured in the same round' };
@@ -87,18 +91,24 @@ async function driven(calls: number, drive: (calls: number) => Promise<TimedCall
  * builds (the gateway as actor, an abort signal, the correlation id as trace, the contract's deadline). The connector
  * checks and follows each of them (the signal is listened to for the call), so a bare context undercounts the call.
  */
-function directCall(connector: HermesConnector): () => Promise<void> {
+function invokeAsHost(connector: HermesConnector): (actionId?: string) => Promise<AipActionResult> {
   const signal = new AbortController().signal;
   const timeoutMs = actionDeadline(connector, runAction('run_status', STATUS_RUN_ID), 0);
-  return async () => {
-    const action = runAction('run_status', STATUS_RUN_ID, { identity: { tenant: { id: TENANT_ID } } });
-    const result = await connector.invoke(action, {
+  return (actionId) => {
+    const action = runAction('run_status', STATUS_RUN_ID, { identity: { tenant: { id: TENANT_ID } }, ...(actionId === undefined ? {} : { id: actionId }) });
+    return connector.invoke(action, {
       tenantId: TENANT_ID,
       actor: { principalId: GATEWAY_PRINCIPAL_ID, issuer: TRUST_DOMAIN },
       signal,
       traceId: `corr_${action.id}`,
       ...(timeoutMs === undefined ? {} : { deadline: Date.now() + timeoutMs }),
     });
+  };
+}
+
+function directCall(invoke: () => Promise<AipActionResult>): () => Promise<void> {
+  return async () => {
+    const result = await invoke();
     if (result.status !== 'completed') throw new Error(`invoke() answered ${result.status}: ${JSON.stringify(result.error)}`);
   };
 }
@@ -114,11 +124,10 @@ function claimCall(ledger: RunLedger): () => Promise<void> {
 }
 
 /** One Ed25519 verification and one signature over the canonical bytes of an action envelope the runtime sends. */
-function signatureWork(envelopeText: string, gatewayDid: string, seedHex: string): () => void {
+function signatureWork(envelopeText: string, gatewayDid: string, hostKey: SigningKey): () => void {
   const envelope = JSON.parse(envelopeText) as Envelope;
   const { signature, ...security } = envelope.security as Record<string, string>;
   const bytes = canonicalJson({ ...envelope, security });
-  const hostKey = signingKeyFromSeed(Buffer.from(seedHex, 'hex'));
   return () => {
     if (!verifyWithDid(gatewayDid, bytes, signature!)) throw new Error('the benchmark envelope does not verify');
     hostKey.sign(bytes);
@@ -165,38 +174,51 @@ export async function benchHost(settings: BenchSettings, log: Log): Promise<Sect
   let connector: HermesConnector | undefined;
   let claims: RunLedger | undefined;
   let echo: EchoServer | undefined;
+  let floor: ProtocolFloor | undefined;
+  let floorClaims: RunLedger | undefined;
   try {
     served = await startInProcessHost(runtime, server.origin, folder);
     // The same kind of durable ledger the host keeps, so the difference is what serving over the wire adds.
     const ledger = createSqliteLedger({ path: join(folder, 'direct.sqlite') });
     connector = createHermesConnector({ endpoints: [{ id: 'local', baseUrl: server.origin, apiKey: BENCH_API_KEY, tenantId: TENANT_ID }], ledger });
-    const direct = directCall(connector);
+    const invoke = invokeAsHost(connector);
+    const direct = directCall(invoke);
     const { answerBytes } = await runtime.actions(1);
     echo = await startEchoServer(answerBytes);
     const echoUrl = `${echo.origin}/aip/v1/messages`;
-    const pair = signatureWork(await runtime.envelope(), (await runtime.describe()).gatewayDid, served.seedHex);
+    const { gatewayDid } = await runtime.describe();
+    const hostKey = signingKeyFromSeed(Buffer.from(served.seedHex, 'hex'));
+    const pair = signatureWork(await runtime.envelope(), gatewayDid, hostKey);
     claims = createSqliteLedger({ path: join(folder, 'claims.sqlite') });
     const claim = claimCall(claims);
+    floorClaims = createSqliteLedger({ path: join(folder, 'floor.sqlite') });
+    floor = await startProtocolFloor({ gatewayDid, key: hostKey, claims: floorClaims, invoke });
+    const floorUrl = floor.url;
     // V8 keeps optimising the host's path for the first few thousand actions (measured with --trace-opt: 2.7 s of
     // compilation in the first 1,000 actions, under 0.04 s per 1,000 after 7,000): a host serves long past that.
     await runtime.actions(plan.warmActions);
+    await runtime.wire(plan.warmActions, floorUrl);
     log(
-      `  ${capability('run_status')}: ${plan.warmActions} actions to warm the host up, then ${settings.rounds} rounds x ${plan.slices} alternating slices x ${plan.calls} sequential calls per side; ${plan.pairs} Ed25519 pairs per slice`,
+      `  ${capability('run_status')}: ${plan.warmActions} actions to warm the host and the protocol floor up, then ${settings.rounds} rounds x ${plan.slices} alternating slices x ${plan.calls} sequential calls per side; ${plan.pairs} Ed25519 pairs per slice`,
     );
     const measured = await interleave<Slice, Side, Round>(
       {
         direct: () => timed(plan.calls, direct),
         host: () => driven(plan.calls, (calls) => runtime.actions(calls)),
+        floor: () => driven(plan.calls, (calls) => runtime.wire(calls, floorUrl)),
         ed25519: () => timed(plan.pairs, pair),
         wire: () => driven(plan.calls, (calls) => runtime.wire(calls, echoUrl)),
         claim: () => timed(plan.calls, claim),
       },
       { rounds: settings.rounds, warmupRounds: settings.warmupRounds, slices: plan.slices, merge },
     );
+    if (floor.failures > 0) throw new Error(`the protocol floor could not answer ${floor.failures} request(s) with a signed result`);
     return hostSection(plan, measured.rounds, measured.records);
   } finally {
     await connector?.close();
     await claims?.close();
+    await floor?.close();
+    await floorClaims?.close();
     await echo?.close();
     if (served) {
       await served.host.shutdown();
@@ -216,7 +238,9 @@ function hostSection(
   const cpu = (side: Side) => rounds[side].map((round) => round.cpu_us_per_call);
   const inPairs = (side: Side) => cpu(side).map((value, i) => value / cpu('ed25519')[i]!);
   const addedPairs = cpu('host').map((hostCpu, i) => (hostCpu - cpu('direct')[i]!) / cpu('ed25519')[i]!);
-  const ownPairs = addedPairs.map((added, i) => added - 1 - inPairs('wire')[i]! - inPairs('claim')[i]!);
+  /** What the accounting leaves to `side` of its CPU: minus invoke(), the wire floor, the replay claim and one pair. */
+  const ownOf = (side: Side) => cpu(side).map((value, i) => (value - cpu('direct')[i]!) / cpu('ed25519')[i]! - 1 - inPairs('wire')[i]! - inPairs('claim')[i]!);
+  const ownPairs = ownOf('host');
   const own: Figure = {
     ...pairsFigure(
       'host.own_work_in_pairs',
@@ -252,6 +276,16 @@ function hostSection(
       pairsFigure('host.wire_floor_in_pairs', 'of which the wire floor: a bare node:http server in this process answering the same bytes', inPairs('wire')),
       pairsFigure('host.replay_claim_in_pairs', 'of which the durable replay claim alone (one SQLite claimMessage)', inPairs('claim')),
       own,
+      pairsFigure(
+        'host.protocol_floor_own_in_pairs',
+        'the same accounting of the protocol floor (bench/protocol-floor.ts: JSON.parse, signer and signature, claim, invoke(), a signed answer, nothing else)',
+        ownOf('floor'),
+      ),
+      pairsFigure(
+        'host.own_beyond_floor_in_pairs',
+        "the host's CPU per action minus the protocol floor's: what the reference's checks and exact JSON cost",
+        inPairs('host').map((value, i) => value - inPairs('floor')[i]!),
+      ),
     ],
     rounds: records,
     errors: [],
