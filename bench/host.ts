@@ -237,9 +237,11 @@ function hostSection(
 ): SectionResult {
   const cpu = (side: Side) => rounds[side].map((round) => round.cpu_us_per_call);
   const inPairs = (side: Side) => cpu(side).map((value, i) => value / cpu('ed25519')[i]!);
-  const addedPairs = cpu('host').map((hostCpu, i) => (hostCpu - cpu('direct')[i]!) / cpu('ed25519')[i]!);
+  /** `side`'s CPU per action minus invoke()'s, in pairs. */
+  const addedOf = (side: Side) => cpu(side).map((value, i) => (value - cpu('direct')[i]!) / cpu('ed25519')[i]!);
   /** What the accounting leaves to `side` of its CPU: minus invoke(), the wire floor, the replay claim and one pair. */
-  const ownOf = (side: Side) => cpu(side).map((value, i) => (value - cpu('direct')[i]!) / cpu('ed25519')[i]! - 1 - inPairs('wire')[i]! - inPairs('claim')[i]!);
+  const ownOf = (side: Side) => addedOf(side).map((added, i) => added - 1 - inPairs('wire')[i]! - inPairs('claim')[i]!);
+  const addedPairs = addedOf('host');
   const ownPairs = ownOf('host');
   const own: Figure = {
     ...pairsFigure(

@@ -9,9 +9,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { AipActionResult, RunLedger } from 'aip-connector-hermes-agent';
 import { type SigningKey, verifyWithDid } from '../src/host/wire/keys.js';
+import { listenOnLoopback } from './echo-server.js';
 
 export interface ProtocolFloor {
   readonly url: string;
@@ -85,16 +85,12 @@ export async function startProtocolFloor(parties: FloorParties): Promise<Protoco
       );
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const listening = await listenOnLoopback(server);
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/aip/v1/messages`,
+    url: `${listening.origin}/aip/v1/messages`,
     get failures() {
       return failures;
     },
-    close: () =>
-      new Promise((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
+    close: listening.close,
   };
 }
